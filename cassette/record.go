@@ -1,0 +1,121 @@
+package cassette
+
+import "encoding/json"
+
+// FormatName is the "format" field of every header record.
+const FormatName = "rpctap-cassette"
+
+// Version of the cassette format written by this package. A reader accepts any
+// minor version of its own major and refuses a newer major, naming both.
+const (
+	VersionMajor = 1
+	VersionMinor = 0
+)
+
+// Kind is what a record describes (its "k" field).
+type Kind string
+
+const (
+	KindHeader    Kind = "header"    // always record 0
+	KindFrame     Kind = "frame"     // one line (frame) on stdin ("in") or stdout ("out")
+	KindStderr    Kind = "stderr"    // one line the child wrote to stderr
+	KindEvent     Kind = "event"     // a process or connection event; see Event*
+	KindViolation Kind = "violation" // a protocol violation found while recording
+	KindMeta      Kind = "meta"      // late facts about the session (the detected protocol)
+	KindEnd       Kind = "end"       // written on clean close; its absence means the tap was cut off
+)
+
+// Dir is the direction of a frame or stderr line.
+type Dir string
+
+const (
+	DirIn  Dir = "in"  // parent -> child (the child's stdin)
+	DirOut Dir = "out" // child -> parent (the child's stdout)
+	DirErr Dir = "err" // the child's stderr
+)
+
+// Event names (the "ev" field of an event record).
+const (
+	EventStart     = "start"      // child started: Argv, Cwd, PID
+	EventStdinEOF  = "stdin-eof"  // the parent closed the child's stdin
+	EventSignal    = "signal"     // rpctap forwarded Signal to the child
+	EventExit      = "exit"       // the child exited: Exit, or Signal if it died of one
+	EventGap       = "gap"        // Bytes of direction Dir were forwarded but not recorded (lossy mode, or the recorder fell over)
+	EventConnOpen  = "conn-open"  // socket mode: connection Conn accepted and dialled upstream
+	EventConnClose = "conn-close" // socket mode: connection Conn closed
+	EventWarning   = "warning"    // rpctap's own trouble, Msg says what
+)
+
+// Header is record 0 of every cassette.
+type Header struct {
+	Format   string   `json:"format"`  // FormatName
+	Version  string   `json:"version"` // "MAJOR.MINOR"
+	Rpctap   string   `json:"rpctap,omitempty"`
+	Created  string   `json:"created"`            // wall-clock start, RFC 3339 with nanoseconds
+	Mode     string   `json:"mode,omitempty"`     // "stdio" (default) or "socket"
+	Protocol string   `json:"protocol,omitempty"` // detected or forced protocol; a later meta record may set it
+	Argv     []string `json:"argv,omitempty"`
+	Cwd      string   `json:"cwd,omitempty"`
+	Listen   string   `json:"listen,omitempty"`   // socket mode
+	Upstream string   `json:"upstream,omitempty"` // socket mode
+	Redacted bool     `json:"redacted,omitempty"` // secrets were replaced before writing
+}
+
+// Record is one line of a cassette's decompressed content.
+//
+// Field names are short because they repeat on every line; the JSON form is
+// normative and documented in docs/cassette-format.md. Times are nanoseconds
+// since the session started, all on one monotonic clock, and records appear
+// in the order the tap read their bytes.
+type Record struct {
+	N    uint64 `json:"n"`              // record number; the header is 0, then 1, 2, ...
+	T    int64  `json:"t"`              // ns since start (monotonic)
+	K    Kind   `json:"k"`              // what the record is
+	Conn int    `json:"conn,omitempty"` // socket mode: connection number (1, 2, ...); 0 in stdio mode
+	D    Dir    `json:"d,omitempty"`    // frame, stderr, gap: direction
+
+	// Payload of frame and stderr records: exactly one of the three is set.
+	// JSON holds the line verbatim when it is valid JSON, valid UTF-8 and has
+	// no surrounding white space; Text holds any other valid UTF-8 line
+	// (HasText distinguishes an empty line); B64 holds anything else.
+	JSON    json.RawMessage `json:"json,omitempty"`
+	Text    string          `json:"text,omitempty"`
+	HasText bool            `json:"-"`
+	B64     []byte          `json:"b64,omitempty"`
+	// EOL is the line ending that followed the payload: "\n" (the default,
+	// omitted in JSON), "\r\n", or "" for a last line with no newline
+	// (written as "eol":"").
+	EOL string `json:"eol"`
+	// Part is true when the line was longer than the recorder holds whole;
+	// the next record of the same direction and connection continues it.
+	Part     bool `json:"part,omitempty"`
+	Redacted bool `json:"redacted,omitempty"` // secrets in the payload were replaced
+
+	// Classification of a frame by the protocol layer (cheap, done at record time).
+	Kind   string          `json:"kind,omitempty"`   // request, response, notification, event, handshake, invalid
+	Method string          `json:"method,omitempty"` // method, type or command
+	ID     json.RawMessage `json:"id,omitempty"`     // the frame's id, verbatim
+
+	// Event records.
+	Ev     string   `json:"ev,omitempty"`
+	Argv   []string `json:"argv,omitempty"`
+	Cwd    string   `json:"cwd,omitempty"`
+	PID    int      `json:"pid,omitempty"`
+	Exit   *int     `json:"exit,omitempty"`   // exit code
+	Signal string   `json:"signal,omitempty"` // e.g. "SIGTERM"
+	Bytes  int64    `json:"bytes,omitempty"`  // gap size
+	Msg    string   `json:"msg,omitempty"`
+
+	// Violation records.
+	Ref      uint64 `json:"ref,omitempty"`  // the record the violation is about
+	Code     string `json:"code,omitempty"` // stable violation code, e.g. "acp.missing-field"
+	Severity string `json:"sev,omitempty"`  // error, warning, info
+	Pointer  string `json:"ptr,omitempty"`  // JSON pointer into the frame
+
+	// Header (record 0) and meta records.
+	Header   *Header `json:"-"`
+	Protocol string  `json:"protocol,omitempty"` // meta: the detected protocol
+
+	// End record: counts, for a quick summary without reading everything.
+	Records uint64 `json:"records,omitempty"`
+}

@@ -1,0 +1,29 @@
+package protocol
+
+// Session applies one protocol's frame and session rules to the frames of
+// one session (one child, or one socket connection) in recorded order.
+// It is not safe for concurrent use.
+//
+// The zero Session is not usable; call NewSession. The concrete rules are
+// implemented in this package; this file fixes the API the recorder, check,
+// replay and the viewer call.
+type Session struct {
+	p     Protocol
+	state sessionState
+}
+
+// NewSession starts a session judged by p.
+func NewSession(p Protocol) *Session { return &Session{p: p, state: newSessionState(p)} }
+
+// Protocol returns the protocol the session judges by.
+func (s *Session) Protocol() Protocol { return s.p }
+
+// Frame classifies and validates one frame. rec is the frame's cassette
+// record number, copied into every violation returned.
+func (s *Session) Frame(rec uint64, dir Dir, frame []byte) (Info, []Violation) {
+	return s.state.frame(rec, dir, frame)
+}
+
+// End reports what is still wrong when the session ends: requests never
+// answered, a handshake never sent.
+func (s *Session) End() []Violation { return s.state.end() }
