@@ -1,0 +1,36 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// TestMain lets testscript run rpctap in-process as a real command: scripts
+// call `rpctap ...` and get this binary re-executed with Main.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"rpctap": func() {
+			os.Exit(Main(os.Args[1:], Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
+		},
+	})
+}
+
+// TestScripts runs every testdata/script/*.txtar end to end. Scripts named
+// after their command (cat_*.txtar, record_*.txtar, ...). $SHARED points at
+// ../shared when it exists; scripts that need it start with
+// `[!exists $SHARED/DESIGN.md] skip 'needs ../shared beside the checkout'`.
+func TestScripts(t *testing.T) {
+	shared, _ := filepath.Abs(filepath.Join("..", "..", "..", "shared"))
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/script",
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("SHARED", shared)
+			env.Setenv("RPCTAP_DIR", filepath.Join(env.WorkDir, "cassettes"))
+			return nil
+		},
+		RequireExplicitExec: false,
+	})
+}

@@ -1,0 +1,69 @@
+// Package tap stands between a parent and a child process (or a Unix socket
+// client and its server) and forwards their bytes unchanged, handing a copy of
+// every chunk to an Observer after it was forwarded.
+package tap
+
+// Stream names one byte stream the tap forwards.
+type Stream uint8
+
+const (
+	Stdin  Stream = iota // parent -> child
+	Stdout               // child -> parent
+	Stderr               // child's stderr -> our stderr
+)
+
+func (s Stream) String() string {
+	switch s {
+	case Stdin:
+		return "in"
+	case Stdout:
+		return "out"
+	default:
+		return "err"
+	}
+}
+
+// Chunk is the result of one read on a stream, handed over after the bytes
+// were forwarded.
+type Chunk struct {
+	Conn   int    // socket mode: connection number (1, 2, ...); 0 in stdio mode
+	Stream Stream //
+	Seq    uint64 // global read order across all streams and connections
+	T      int64  // ns since the tap started, taken when the read returned, before forwarding
+	Data   []byte // valid only until Observe returns; an observer that keeps it copies it
+}
+
+// Event is a process or connection event. Kind uses the cassette.Event*
+// names (start, stdin-eof, signal, exit, gap, conn-open, conn-close, warning).
+type Event struct {
+	T      int64
+	Conn   int
+	Kind   string
+	Argv   []string
+	Cwd    string
+	PID    int
+	Exit   *int   // exit: the child's exit code when it exited normally
+	Signal string // signal: the forwarded signal; exit: the signal the child died of
+	Stream Stream // gap: which stream lost bytes
+	Bytes  int64  // gap: how many
+	Msg    string // warning
+}
+
+// Observer receives what the tap forwarded. The tap calls Observe from one
+// pump goroutine per stream, so calls for different streams (and
+// connections) may be concurrent; calls for one stream are sequential and in
+// increasing Seq order. Seq and T order chunks across streams: a chunk read in
+// reply to another always has the larger Seq. Event may be called
+// concurrently with Observe.
+//
+// Observe may block: that is how a recorder that cannot keep up slows the
+// forwarding (lossless, like tee). It must never fail the session: an
+// observer in trouble degrades to forwarding only and says so once.
+type Observer interface {
+	Observe(c Chunk)
+	Event(e Event)
+	// Close is called once, after the child exited and its output was
+	// drained (or the grace ran out). It returns when the recording is
+	// finalized.
+	Close() error
+}
