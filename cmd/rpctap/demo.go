@@ -1,0 +1,131 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/rpctap/rpctap/internal/demo"
+	"github.com/spf13/pflag"
+)
+
+// demoOptions are the flags of `rpctap demo`.
+type demoOptions struct {
+	Output string
+	Delay  time.Duration
+	Deny   bool
+	Quiet  bool
+}
+
+func init() {
+	register(&command{
+		Name:    "demo",
+		Summary: "record a bundled demo agent session (no agent needed)",
+		Usage:   "demo [flags]",
+		Long: `Runs the bundled demo ACP client against the bundled demo ACP agent, with
+'rpctap record' standing in for the agent exactly as it would in an editor's
+config, then prints the recording as a table. Use it to see what rpctap does
+before pointing it at a real agent.`,
+		Example: `  rpctap demo                      # writes ./demo.cassette
+  rpctap demo -o /tmp/x.cassette --delay 200ms
+  rpctap view demo.cassette`,
+		Flags: func(fs *pflag.FlagSet) func([]string, Stdio) error {
+			o := &demoOptions{}
+			fs.StringVarP(&o.Output, "output", "o", "demo.cassette", "where to write the cassette (replaced if it exists)")
+			fs.DurationVar(&o.Delay, "delay", 20*time.Millisecond, "pause between the agent's streamed chunks")
+			fs.BoolVar(&o.Deny, "deny", false, "answer the agent's permission request with 'reject'")
+			fs.BoolVarP(&o.Quiet, "quiet", "q", false, "do not print the recording afterwards")
+			return func(args []string, stdio Stdio) error {
+				if len(args) > 0 {
+					return Usagef("demo takes no arguments (got %q)", args[0])
+				}
+				return runDemo(o, stdio)
+			}
+		},
+	})
+	register(&command{
+		Name:    "demo-agent",
+		Hidden:  true,
+		Summary: "the bundled demo ACP agent (speaks on stdin/stdout)",
+		Usage:   "demo-agent [--delay D]",
+		Flags: func(fs *pflag.FlagSet) func([]string, Stdio) error {
+			delay := fs.Duration("delay", 0, "pause between streamed chunks")
+			return func(args []string, stdio Stdio) error {
+				return demo.RunAgent(stdio.In, stdio.Out, demo.AgentOptions{Delay: *delay, Log: stdio.Err})
+			}
+		},
+	})
+	register(&command{
+		Name:    "demo-client",
+		Hidden:  true,
+		Summary: "the bundled demo ACP client: runs CMD as its agent",
+		Usage:   "demo-client [--deny] -- CMD [ARGS...]",
+		Flags: func(fs *pflag.FlagSet) func([]string, Stdio) error {
+			deny := fs.Bool("deny", false, "reject the permission request")
+			return func(args []string, stdio Stdio) error {
+				if len(args) == 0 {
+					return Usagef("demo-client needs the agent command after --")
+				}
+				return runDemoClient(args, *deny, stdio)
+			}
+		},
+	})
+}
+
+// runDemoClient starts args as the agent and drives one session with it.
+func runDemoClient(args []string, deny bool, stdio Stdio) error {
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stderr = stdio.Err
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return &ExitError{Code: ExitNotFound, Err: fmt.Errorf("cannot start the agent: %w", err)}
+	}
+	cerr := demo.RunClient(out, in, demo.ClientOptions{Out: stdio.Out, Deny: deny})
+	werr := cmd.Wait()
+	if cerr != nil {
+		return fmt.Errorf("demo client: %w", cerr)
+	}
+	if werr != nil {
+		return fmt.Errorf("agent: %w", werr)
+	}
+	return nil
+}
+
+func runDemo(o *demoOptions, stdio Stdio) error {
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("cannot find the rpctap executable: %w", err)
+	}
+	out, err := filepath.Abs(o.Output)
+	if err != nil {
+		return err
+	}
+	// record refuses to overwrite; the demo's cassette is disposable.
+	if err := os.Remove(out); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("cannot replace %s: %w", out, err)
+	}
+	agent := []string{self, "record", "-q", "-o", out, "--", self, "demo-agent", "--delay", o.Delay.String()}
+	fmt.Fprintf(stdio.Out, "$ rpctap record -o %s -- rpctap demo-agent\n\n", o.Output)
+	if err := runDemoClient(agent, o.Deny, stdio); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdio.Out, "\nrecorded %s\n", o.Output)
+	if o.Quiet {
+		return nil
+	}
+	fmt.Fprintln(stdio.Out)
+	if err := dispatch([]string{"cat", "--format", "table", out}, stdio); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdio.Out, "\nnext: rpctap view %s   |   rpctap check %s   |   rpctap replay %s\n", o.Output, o.Output, o.Output)
+	return nil
+}
