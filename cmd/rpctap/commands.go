@@ -75,6 +75,10 @@ func dispatch(args []string, stdio Stdio) error {
 	switch args[0] {
 	case "-h", "--help", "help":
 		if len(args) > 1 && args[0] == "help" {
+			if args[1] == "exit-codes" {
+				writeExitCodes(stdio.Out)
+				return nil
+			}
 			c, ok := commands[args[1]]
 			if !ok {
 				return Usagef("unknown command %q", args[1])

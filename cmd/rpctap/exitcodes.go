@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 )
 
 // The exit-code table. It is the only place rpctap decides its own exit
@@ -22,6 +23,24 @@ const (
 	ExitNoExec   = 126 // the child command exists but cannot be executed
 	ExitNotFound = 127 // the child command was not found
 )
+
+// writeExitCodes prints the table for `rpctap help exit-codes`.
+func writeExitCodes(w io.Writer) {
+	fmt.Fprintf(w, `Exit codes
+
+record, replay   the child's exit status (or the recorded one); if the child
+                 died of a signal, rpctap dies of the same signal (128+n when
+                 it cannot); the codes below only when rpctap itself failed
+  %3d  success; check, verify and diff found nothing
+  %3d  check found error-level violations, verify or diff found differences,
+       replay --strict saw the parent diverge
+  %3d  bad flags or arguments
+  %3d  an input file is missing, unreadable, corrupt, foreign or too new
+  %3d  rpctap itself failed
+  %3d  the child command cannot be executed
+  %3d  the child command was not found
+`, ExitOK, ExitFindings, ExitUsage, ExitInput, ExitInternal, ExitNoExec, ExitNotFound)
+}
 
 // ExitError carries an exit status out of a subcommand's run function.
 // A nil Err means "exit silently with Code" (the message was already printed,
