@@ -1,18 +1,257 @@
 package protocol
 
-// sessionState holds the session-level rules. PLACEHOLDER: the protocol
-// work replaces this file with the real state machine.
-type sessionState struct{ p Protocol }
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+)
 
-func newSessionState(p Protocol) sessionState { return sessionState{p: p} }
+// Optional interfaces a Protocol may implement to drive the session rules.
+// The Session is generic: everything protocol-specific comes from Classify,
+// Validate, MaxFrame and these.
 
-func (s *sessionState) frame(rec uint64, dir Dir, frame []byte) (Info, []Violation) {
-	info := s.p.Classify(dir, frame)
-	v := s.p.Validate(dir, frame, info)
-	for i := range v {
-		v[i].Record = rec
-	}
-	return info, v
+// Handshaker is implemented by protocols whose sessions open with a
+// handshake frame (ACP/MCP initialize, synaps ready, opi rpc_ready,
+// brainwires Handshake).
+type Handshaker interface {
+	// HandshakeDir is the side that must send the handshake before anything
+	// else: FromParent for ACP/MCP/brainwires, FromChild for synaps/opi.
+	HandshakeDir() Dir
+	// IsHandshake reports whether a frame (as classified) is the handshake.
+	IsHandshake(dir Dir, info Info) bool
 }
 
-func (s *sessionState) end() []Violation { return nil }
+// HandshakeExempter is implemented by a Handshaker whose protocol allows some
+// frames of the handshake side before the handshake (MCP ping).
+type HandshakeExempter interface {
+	AllowedBeforeHandshake(dir Dir, info Info) bool
+}
+
+// PairRole says what a frame does to the set of requests awaiting answers.
+type PairRole uint8
+
+const (
+	PairNone  PairRole = iota // neither opens nor answers a request
+	PairOpen                  // a request that awaits an answer from the other side
+	PairClose                 // an answer to a request sent from the other side
+)
+
+// Pairer is implemented by protocols that name a response's request
+// differently from the default. The default (JSON-RPC and most others):
+// a Request with a non-empty Info.ID opens key ID in its direction; a
+// Response with a non-empty ID other than "null" closes key ID of the other
+// direction. Keys are per direction, so the same id in both directions is
+// legal.
+type Pairer interface {
+	Pair(dir Dir, info Info) (key string, role PairRole)
+}
+
+// NonJSONAccepter is implemented by protocols whose frames need not be JSON
+// (raw). For the others the Session reports non-JSON frames itself and does
+// not call Validate on them.
+type NonJSONAccepter interface {
+	AcceptsNonJSON() bool
+}
+
+func defaultPair(_ Dir, info Info) (string, PairRole) {
+	switch info.Kind {
+	case Request:
+		if info.ID != "" {
+			return info.ID, PairOpen
+		}
+	case Response:
+		if info.ID != "" && info.ID != "null" {
+			return info.ID, PairClose
+		}
+	}
+	return "", PairNone
+}
+
+// Session-level codes. docs/protocols.md lists them with their severities.
+const (
+	CodeFrameTooLarge     = "session.frame-too-large"     // error: frame over the protocol's MaxFrame
+	CodeNonJSONStdout     = "session.non-json-stdout"     // error: the child wrote a line that is not JSON
+	CodeANSIBeforeJSON    = "session.ansi-before-json"    // error: terminal escape codes before a JSON frame on stdout
+	CodeNonJSONStdin      = "session.non-json-stdin"      // warning: the parent wrote a line that is not JSON
+	CodeEmptyLine         = "session.empty-line"          // info: an empty line
+	CodeHandshakeMissing  = "session.handshake-missing"   // error: the first frame of the handshake side is not the handshake, or none came
+	CodeHandshakeLate     = "session.handshake-late"      // warning: the handshake came after other frames
+	CodeHandshakeRepeated = "session.handshake-repeated"  // warning: a second handshake
+	CodeUnknownResponseID = "session.unknown-response-id" // error: a response whose id names no request in flight
+	CodeDuplicateID       = "session.duplicate-id"        // error: a request reuses an id still in flight in its direction
+	CodeUnanswered        = "session.unanswered"          // warning: a request still unanswered when the session ended
+)
+
+type pairKey struct {
+	dir Dir
+	key string
+}
+
+type pending struct {
+	method string
+	rec    uint64
+}
+
+// sessionState holds the session-level rules.
+type sessionState struct {
+	p         Protocol
+	hs        Handshaker
+	exempt    HandshakeExempter
+	pair      func(Dir, Info) (string, PairRole)
+	nonJSONOK bool
+
+	hsSeen     bool
+	hsMissing  bool // handshake-missing already reported
+	frames     [2]uint64
+	open       map[pairKey]pending
+	lastRecord uint64
+}
+
+func newSessionState(p Protocol) sessionState {
+	s := sessionState{p: p, pair: defaultPair, open: map[pairKey]pending{}}
+	if h, ok := p.(Handshaker); ok {
+		s.hs = h
+		s.exempt, _ = p.(HandshakeExempter)
+	}
+	if pr, ok := p.(Pairer); ok {
+		s.pair = pr.Pair
+	}
+	if n, ok := p.(NonJSONAccepter); ok {
+		s.nonJSONOK = n.AcceptsNonJSON()
+	}
+	return s
+}
+
+func (s *sessionState) frame(rec uint64, dir Dir, frame []byte) (Info, []Violation) {
+	var vs []Violation
+	add := func(code string, sev Severity, format string, a ...any) {
+		vs = append(vs, Violation{Code: code, Severity: sev, Message: fmt.Sprintf(format, a...)})
+	}
+	if dir > FromChild {
+		dir = FromChild
+	}
+	s.frames[dir]++
+	s.lastRecord = rec
+	if m := s.p.MaxFrame(); m > 0 && len(frame) > m {
+		add(CodeFrameTooLarge, SevError, "frame is %d bytes, over %s's limit of %d bytes", len(frame), s.p.Name(), m)
+	}
+	if !s.nonJSONOK {
+		if len(frame) == 0 || len(skipWSAll(frame)) == 0 {
+			add(CodeEmptyLine, SevInfo, "empty line")
+			return Info{Kind: Invalid}, s.finish(rec, vs)
+		}
+		if !json.Valid(frame) {
+			if rest, esc := stripANSI(frame); esc && len(rest) > 0 && json.Valid(rest) {
+				if dir == FromChild {
+					add(CodeANSIBeforeJSON, SevError, "terminal escape codes before the JSON frame on stdout (a logger writing colours to stdout?); the parent's JSON parser will fail: %q", excerpt(frame[:len(frame)-len(rest)], 40))
+				} else {
+					add(CodeNonJSONStdin, SevWarning, "terminal escape codes before the JSON frame on stdin: %q", excerpt(frame[:len(frame)-len(rest)], 40))
+				}
+				frame = rest // judge the JSON behind the junk so pairing stays right
+			} else {
+				if dir == FromChild {
+					add(CodeNonJSONStdout, SevError, "the child wrote a line that is not JSON on stdout (logs belong on stderr): %q", excerpt(frame, 60))
+				} else {
+					add(CodeNonJSONStdin, SevWarning, "the parent wrote a line that is not JSON: %q", excerpt(frame, 60))
+				}
+				return Info{Kind: Invalid}, s.finish(rec, vs)
+			}
+		}
+	}
+	info := s.p.Classify(dir, frame)
+
+	// Handshake.
+	if s.hs != nil && dir == s.hs.HandshakeDir() {
+		isHS := s.hs.IsHandshake(dir, info)
+		switch {
+		case isHS && s.hsSeen:
+			add(CodeHandshakeRepeated, SevWarning, "a second %s handshake", s.p.Name())
+		case isHS:
+			s.hsSeen = true
+			if s.hsMissing {
+				add(CodeHandshakeLate, SevWarning, "the handshake came after other frames from the %s", sideName(dir))
+			}
+		case s.hsSeen:
+		case s.exempt != nil && s.exempt.AllowedBeforeHandshake(dir, info):
+		case !s.hsMissing:
+			s.hsMissing = true
+			add(CodeHandshakeMissing, SevError, "%s sessions open with the handshake from the %s; the first frame is %s", s.p.Name(), sideName(dir), describe(info))
+		}
+	}
+
+	// Pairing, before Validate so responses carry their request's method.
+	key, role := s.pair(dir, info)
+	switch role {
+	case PairOpen:
+		k := pairKey{dir, key}
+		if old, dup := s.open[k]; dup {
+			add(CodeDuplicateID, SevError, "id %s is already in flight from the %s (request %s at record %d)", key, sideName(dir), orQ(old.method), old.rec)
+		}
+		s.open[k] = pending{method: info.Method, rec: rec}
+	case PairClose:
+		k := pairKey{1 - dir, key}
+		if p, ok := s.open[k]; ok {
+			delete(s.open, k)
+			if info.Method == "" {
+				info.Method = p.method
+			}
+		} else {
+			add(CodeUnknownResponseID, SevError, "response to id %s, but no request with that id from the %s is awaiting an answer", key, sideName(1-dir))
+		}
+	}
+
+	vs = append(vs, s.p.Validate(dir, frame, info)...)
+	return info, s.finish(rec, vs)
+}
+
+func (s *sessionState) finish(rec uint64, vs []Violation) []Violation {
+	for i := range vs {
+		vs[i].Record = rec
+	}
+	return vs
+}
+
+func (s *sessionState) end() []Violation {
+	var vs []Violation
+	if s.hs != nil && !s.hsSeen && !s.hsMissing && s.frames[0]+s.frames[1] > 0 {
+		vs = append(vs, Violation{Code: CodeHandshakeMissing, Severity: SevError,
+			Message: fmt.Sprintf("the session ended without the %s handshake from the %s", s.p.Name(), sideName(s.hs.HandshakeDir()))})
+	}
+	keys := make([]pairKey, 0, len(s.open))
+	for k := range s.open {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return s.open[keys[i]].rec < s.open[keys[j]].rec })
+	for _, k := range keys {
+		p := s.open[k]
+		vs = append(vs, Violation{Code: CodeUnanswered, Severity: SevWarning, Record: p.rec,
+			Message: fmt.Sprintf("request %s (id %s, from the %s) was never answered", orQ(p.method), k.key, sideName(k.dir))})
+	}
+	return vs
+}
+
+func sideName(d Dir) string {
+	if d == FromParent {
+		return "parent"
+	}
+	return "child"
+}
+
+func describe(info Info) string {
+	if info.Method != "" {
+		return fmt.Sprintf("%s %q", info.Kind, info.Method)
+	}
+	if info.Kind == "" {
+		return "unclassified"
+	}
+	return string(info.Kind)
+}
+
+func orQ(s string) string {
+	if s == "" {
+		return "(unknown method)"
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+func skipWSAll(b []byte) []byte { return b[skipWS(b, 0):] }

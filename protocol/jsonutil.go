@@ -1,0 +1,285 @@
+package protocol
+
+// Shared helpers for every protocol in this package.
+//
+// The scanner here is deliberately small: it walks the members of a
+// top-level JSON object and hands back the raw bytes of each value without
+// decoding them, so Classify can find "jsonrpc", "method", "id", "type", ...
+// at a cost close to one pass over the bytes. It does not validate the whole
+// frame (Session does that once per frame with json.Valid); on malformed input
+// it stops and reports false, never panics.
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+)
+
+// forEachMember calls fn for each member of the JSON object in b, in order,
+// with the raw key (without quotes, escapes left as they are) and the raw
+// value bytes. It stops early when fn returns false. It reports whether b
+// looked like a well-formed object up to the point where it stopped.
+func forEachMember(b []byte, fn func(key, val []byte) bool) bool {
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return true
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return false
+		}
+		ke, ok := skipString(b, i)
+		if !ok {
+			return false
+		}
+		key := b[i+1 : ke-1]
+		i = skipWS(b, ke)
+		if i >= len(b) || b[i] != ':' {
+			return false
+		}
+		i = skipWS(b, i+1)
+		ve, ok := skipValue(b, i)
+		if !ok {
+			return false
+		}
+		if !fn(key, b[i:ve]) {
+			return true
+		}
+		i = skipWS(b, ve)
+		if i >= len(b) {
+			return false
+		}
+		switch b[i] {
+		case ',':
+			i = skipWS(b, i+1)
+		case '}':
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// skipString returns the index just past the string starting at b[i] == '"'.
+func skipString(b []byte, i int) (int, bool) {
+	i++
+	for i < len(b) {
+		j := bytes.IndexAny(b[i:], "\"\\")
+		if j < 0 {
+			return 0, false
+		}
+		i += j
+		if b[i] == '"' {
+			return i + 1, true
+		}
+		i += 2 // backslash and the escaped byte
+	}
+	return 0, false
+}
+
+// skipValue returns the index just past the value starting at b[i]. Nested
+// objects and arrays are skipped by counting brackets outside strings; the
+// contents are not validated.
+func skipValue(b []byte, i int) (int, bool) {
+	if i >= len(b) {
+		return 0, false
+	}
+	switch c := b[i]; c {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				e, ok := skipString(b, i)
+				if !ok {
+					return 0, false
+				}
+				i = e
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1, true
+				}
+			}
+			i++
+		}
+		return 0, false
+	default:
+		// number, true, false, null: up to the next delimiter
+		s := i
+		for i < len(b) {
+			switch b[i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				if i == s {
+					return 0, false
+				}
+				return i, true
+			}
+			i++
+		}
+		if i == s {
+			return 0, false
+		}
+		return i, true
+	}
+}
+
+// rawString returns the Go string of a raw JSON string value. Strings with
+// no escapes are converted directly; others go through json.Unmarshal. ok is false when raw is not a JSON string.
+func rawString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		return string(inner), true
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// jsonType names the JSON type of a raw value by its first byte:
+// "object", "array", "string", "number", "boolean", "null" or "" when raw is
+// empty or not a JSON value.
+func jsonType(raw []byte) string {
+	i := skipWS(raw, 0)
+	if i >= len(raw) {
+		return ""
+	}
+	switch c := raw[i]; {
+	case c == '{':
+		return "object"
+	case c == '[':
+		return "array"
+	case c == '"':
+		return "string"
+	case c == 't' || c == 'f':
+		return "boolean"
+	case c == 'n':
+		return "null"
+	case c == '-' || (c >= '0' && c <= '9'):
+		return "number"
+	}
+	return ""
+}
+
+// isInteger reports whether a raw JSON number has no fraction or exponent
+// (the JSON-RPC and ACP notion of an integer id or code), or is written with
+// an integral value (1.0, 1e3).
+func isInteger(raw []byte) bool {
+	if jsonType(raw) != "number" {
+		return false
+	}
+	if bytes.IndexAny(raw, ".eE") < 0 {
+		return true
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	return err == nil && f == float64(int64(f))
+}
+
+// pointerEscape escapes one JSON pointer reference token (RFC 6901).
+func pointerEscape(s string) string {
+	if !containsAny(s, "~/") {
+		return s
+	}
+	var b []byte
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '~':
+			b = append(b, '~', '0')
+		case '/':
+			b = append(b, '~', '1')
+		default:
+			b = append(b, s[i])
+		}
+	}
+	return string(b)
+}
+
+func containsAny(s, chars string) bool {
+	for i := 0; i < len(s); i++ {
+		for j := 0; j < len(chars); j++ {
+			if s[i] == chars[j] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// stripANSI removes leading ANSI escape sequences (CSI "ESC [ ... final",
+// OSC "ESC ] ... BEL|ST", and two-byte "ESC x") and the white space between
+// them from b. It returns b unchanged and false when b does not start with
+// ESC.
+func stripANSI(b []byte) ([]byte, bool) {
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != 0x1b {
+		return b, false
+	}
+	for i < len(b) && b[i] == 0x1b {
+		if i+1 >= len(b) {
+			return b[len(b):], true
+		}
+		switch b[i+1] {
+		case '[':
+			j := i + 2
+			for j < len(b) && (b[j] < 0x40 || b[j] > 0x7e) {
+				j++
+			}
+			i = j + 1
+		case ']':
+			j := i + 2
+			for j < len(b) && b[j] != 0x07 && !(b[j] == 0x1b && j+1 < len(b) && b[j+1] == '\\') {
+				j++
+			}
+			if j < len(b) && b[j] == 0x1b {
+				j++
+			}
+			i = j + 1
+		default:
+			// ESC, intermediate bytes 0x20-0x2f, one final byte ("ESC ( B").
+			j := i + 1
+			for j < len(b) && b[j] >= 0x20 && b[j] <= 0x2f {
+				j++
+			}
+			i = j + 1
+		}
+		if i > len(b) {
+			i = len(b)
+		}
+		i = skipWS(b, i)
+	}
+	return b[i:], true
+}
+
+// excerpt shortens a frame for messages and reports.
+func excerpt(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	return string(b[:n]) + "…"
+}
