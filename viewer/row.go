@@ -1,0 +1,203 @@
+package viewer
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/rpctap/rpctap/cassette"
+)
+
+// Row is the summary of one record that the frame list shows. The first
+// block comes from the record alone (Summarize); Pair, Latency and
+// Violations come from the Store's analysis and may be filled later.
+type Row struct {
+	N      uint64
+	T      int64 // ns since start
+	Delta  int64 // ns since the previous record
+	K      cassette.Kind
+	Conn   int
+	Dir    cassette.Dir
+	Kind   string // request, response, notification, event, handshake, invalid
+	Method string // method/type; for responses the request's method once paired
+	ID     string
+	Size   int    // payload bytes
+	Label  string // what to show for records that are not frames
+	Chunk  bool   // a streamed chunk (hidden by the "hide chunks" filter)
+
+	Paired     bool
+	Pair       uint64 // the paired request or response
+	Latency    int64  // responses: ns since their request
+	Violations int    // violation records that refer to this one
+}
+
+// Summarize derives a Row from one record (and the time of the one before).
+func Summarize(r *cassette.Record, prevT int64) Row {
+	row := Row{N: r.N, T: r.T, Delta: r.T - prevT, K: r.K, Conn: r.Conn, Dir: r.D,
+		Kind: r.Kind, Method: r.Method, ID: string(r.ID), Size: payloadSize(r)}
+	if r.N == 0 {
+		row.Delta = 0
+	}
+	switch r.K {
+	case cassette.KindFrame:
+		if row.Kind == "" && r.JSON == nil {
+			row.Kind = string("invalid")
+		}
+		row.Chunk = IsChunk(r)
+		if r.JSON == nil {
+			row.Label = oneLineText(payloadText(r), 200)
+		}
+	case cassette.KindStderr:
+		row.Label = oneLineText(payloadText(r), 200)
+	case cassette.KindEvent:
+		row.Label = EventText(r)
+	case cassette.KindViolation:
+		row.Label = fmt.Sprintf("%s %s on #%d: %s", r.Severity, r.Code, r.Ref, r.Msg)
+	case cassette.KindHeader:
+		row.Label = "cassette header"
+		if r.Header != nil {
+			row.Label = fmt.Sprintf("%s %s %s", r.Header.Format, r.Header.Version, strings.Join(r.Header.Argv, " "))
+		}
+	case cassette.KindMeta:
+		row.Label = "protocol " + r.Protocol
+	case cassette.KindEnd:
+		row.Label = fmt.Sprintf("end of cassette (%d records)", r.Records)
+	}
+	if r.Part {
+		row.Label = strings.TrimSpace(row.Label + " (continued in next record)")
+	}
+	return row
+}
+
+// EventText is a one-line description of an event record.
+func EventText(r *cassette.Record) string {
+	switch r.Ev {
+	case cassette.EventStart:
+		return fmt.Sprintf("start pid %d: %s", r.PID, strings.Join(r.Argv, " "))
+	case cassette.EventExit:
+		if r.Signal != "" {
+			return "exit: killed by " + r.Signal
+		}
+		if r.Exit != nil {
+			return fmt.Sprintf("exit %d", *r.Exit)
+		}
+		return "exit"
+	case cassette.EventSignal:
+		return "signal " + r.Signal + " forwarded"
+	case cassette.EventGap:
+		return fmt.Sprintf("gap: %d bytes of %s not recorded", r.Bytes, r.D)
+	case cassette.EventWarning:
+		return "warning: " + r.Msg
+	case cassette.EventConnOpen, cassette.EventConnClose:
+		return fmt.Sprintf("%s %d", r.Ev, r.Conn)
+	}
+	s := r.Ev
+	if r.Msg != "" {
+		s += ": " + r.Msg
+	}
+	return s
+}
+
+// payloadSize is the size in bytes of a frame's or stderr line's payload.
+func payloadSize(r *cassette.Record) int {
+	switch {
+	case r.JSON != nil:
+		return len(r.JSON)
+	case r.B64 != nil:
+		return len(r.B64)
+	default:
+		return len(r.Text)
+	}
+}
+
+// Payload returns the bytes of a frame or stderr line as they were on the
+// wire, without the line ending.
+func Payload(r *cassette.Record) []byte {
+	switch {
+	case r.JSON != nil:
+		return r.JSON
+	case r.B64 != nil:
+		return r.B64
+	default:
+		return []byte(r.Text)
+	}
+}
+
+// payloadText is the payload as text; bytes that are not UTF-8 are shown
+// as base64 with a prefix.
+func payloadText(r *cassette.Record) string {
+	if r.B64 != nil {
+		return "base64:" + base64.StdEncoding.EncodeToString(r.B64)
+	}
+	if r.JSON != nil {
+		return string(r.JSON)
+	}
+	return r.Text
+}
+
+func oneLineText(s string, max int) string {
+	if len(s) > max {
+		s = s[:max]
+	}
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+	return s
+}
+
+// chunkProbe reads just the fields that tell a streamed chunk apart.
+type chunkProbe struct {
+	Type   string `json:"type"`
+	Method string `json:"method"`
+	Params struct {
+		Update struct {
+			SessionUpdate string `json:"sessionUpdate"`
+		} `json:"update"`
+	} `json:"params"`
+}
+
+// IsChunk reports whether a frame is one piece of a streamed answer: ACP
+// message/thought chunks, synaps and pi message_update, opi MessageUpdate,
+// MCP progress notifications.
+func IsChunk(r *cassette.Record) bool {
+	if r.K != cassette.KindFrame || r.JSON == nil {
+		return false
+	}
+	m := r.Method
+	switch m {
+	case "message_update", "MessageUpdate", "notifications/progress":
+		return true
+	case "session/update":
+	case "":
+		// Not classified: look for the markers cheaply before decoding.
+		if !bytes.Contains(r.JSON, []byte("update")) && !bytes.Contains(r.JSON, []byte("Update")) &&
+			!bytes.Contains(r.JSON, []byte("progress")) {
+			return false
+		}
+	default:
+		return false
+	}
+	var p chunkProbe
+	if json.Unmarshal(r.JSON, &p) != nil {
+		return false
+	}
+	switch p.Type {
+	case "message_update", "MessageUpdate":
+		return true
+	}
+	switch p.Method {
+	case "notifications/progress":
+		return true
+	case "session/update":
+		switch p.Params.Update.SessionUpdate {
+		case "agent_message_chunk", "agent_thought_chunk", "user_message_chunk":
+			return true
+		}
+	}
+	return false
+}
