@@ -112,7 +112,9 @@ func (o *acpOracle) compile(key string, wrapper map[string]any) *jsonschema.Sche
 	return s
 }
 
-func defRef(t string) map[string]any { return map[string]any{"$ref": "https://acp.test/acp.json#/$defs/" + t} }
+func defRef(t string) map[string]any {
+	return map[string]any{"$ref": "https://acp.test/acp.json#/$defs/" + t}
+}
 
 // verdict is the schema's judgement of frame, sent as kind with method
 // (for a response: the method of its request). ok=false means the schema
