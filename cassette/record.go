@@ -63,6 +63,9 @@ type Header struct {
 
 // Record is one line of a cassette's decompressed content.
 //
+// Build frame and stderr records with NewLineRecord (or SetPayload), which
+// picks the payload form; Payload and Line give the original bytes back.
+//
 // Field names are short because they repeat on every line; the JSON form is
 // normative and documented in docs/cassette-format.md. Times are nanoseconds
 // since the session started, all on one monotonic clock, and records appear
@@ -118,4 +121,8 @@ type Record struct {
 
 	// End record: counts, for a quick summary without reading everything.
 	Records uint64 `json:"records,omitempty"`
+
+	// checked is set when JSON was chosen by SetPayload (or decoded from a
+	// cassette), so the encoder need not validate it a second time.
+	checked bool
 }

@@ -1,0 +1,329 @@
+package cassette
+
+import (
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// Options tune a Writer. The zero value (or nil) gives the defaults.
+type Options struct {
+	// BatchSize: Append flushes by itself once this many bytes of encoded
+	// records are pending (default 64 KiB). The recorder calls Flush when
+	// its queue goes idle, which is the usual end of a batch.
+	BatchSize int
+	// FrameSize and FrameAge: at a flush, the current zstd frame is closed
+	// (and its index frame written) once it holds this many decompressed
+	// bytes (default 1 MiB) or was opened this long ago (default 1 s). Both
+	// are checked only when a batch is flushed, never on a timer.
+	FrameSize int
+	FrameAge  time.Duration
+
+	now func() time.Time // tests
+}
+
+func (o *Options) withDefaults() Options {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if r.BatchSize <= 0 {
+		r.BatchSize = 64 << 10
+	}
+	if r.FrameSize <= 0 {
+		r.FrameSize = 1 << 20
+	}
+	if r.FrameAge <= 0 {
+		r.FrameAge = time.Second
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	return r
+}
+
+// ErrClosed is returned by a Writer's methods after Close.
+var ErrClosed = errors.New("cassette writer is closed")
+
+// Writer writes a cassette. It is not safe for concurrent use: the recorder
+// owns it from one goroutine. It starts no goroutines and holds no locks, so
+// it cannot deadlock; a Write on the underlying file that blocks (a stalled
+// NFS mount, a full pipe) blocks the caller, which is how the recorder's
+// backpressure reaches the tap.
+//
+// Errors are sticky (as in restic's writers): after the first failed write
+// every call returns that error and writes nothing more, so a half-written
+// batch is never followed by data that would make the file undecodable
+// further on. The file stays readable up to the last complete record.
+type Writer struct {
+	w    io.Writer
+	file *os.File // set by Create: fsynced and closed by Close
+	enc  *zstd.Encoder
+	opts Options
+
+	raw  []byte // encoded records not yet compressed
+	out  []byte // compressed bytes waiting for the one write of this batch
+	off  int64  // file offset of out[0]
+	err  error  // sticky
+	next uint64 // next record number
+	endN uint64 // records before the end record, set by Close
+
+	// The open data frame.
+	frameOpen  bool
+	frameOff   int64
+	frameRaw   int64
+	frameFirst uint64
+	frameCount uint64
+	frameT0    int64
+	frameT1    int64
+	frameStart time.Time
+	frameEnd   bool
+	frameCRC   uint32 // CRC-32C of the frame's compressed bytes so far
+	crcFrom    int    // how much of out is already in frameCRC
+	prevIndex  int64
+	lastT      int64
+	closed     bool
+}
+
+// outSink collects the encoder's output in w.out; the encoder writes a frame
+// header and each block separately, and the Writer turns them into one write
+// per batch.
+type outSink struct{ w *Writer }
+
+func (s outSink) Write(p []byte) (int, error) {
+	s.w.out = append(s.w.out, p...)
+	return len(p), nil
+}
+
+// Create creates a new cassette at path with mode 0600 (creating missing
+// directories with mode 0700) and writes its signature and header record
+// before returning. It refuses to replace an existing file.
+func Create(path string, h Header, o *Options) (*Writer, error) {
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	w, err := newWriter(f, h, o)
+	if err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, err
+	}
+	w.file = f
+	return w, nil
+}
+
+// NewWriter writes a cassette to w, which must be positioned at its start
+// (offsets in the index count from the first byte written). The signature and
+// header are written before it returns.
+func NewWriter(w io.Writer, h Header, o *Options) (*Writer, error) {
+	return newWriter(w, h, o)
+}
+
+func newWriter(w io.Writer, h Header, o *Options) (*Writer, error) {
+	cw := &Writer{w: w, opts: o.withDefaults()}
+	enc, err := zstd.NewWriter(outSink{cw},
+		zstd.WithEncoderLevel(zstd.SpeedFastest),
+		zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		return nil, err
+	}
+	cw.enc = enc
+	if h.Format == "" {
+		h.Format = FormatName
+	}
+	if h.Version == "" {
+		h.Version = strconv.Itoa(VersionMajor) + "." + strconv.Itoa(VersionMinor)
+	}
+	if h.Created == "" {
+		h.Created = time.Now().Format(time.RFC3339Nano)
+	}
+	cw.out = appendSignature(cw.out)
+	cw.crcFrom = len(cw.out)
+	hr := Record{K: KindHeader, Header: &h}
+	cw.encode(&hr)
+	// The header gets a frame of its own, so that a reader finds it by
+	// decoding a few hundred bytes, however large the first batch is.
+	if err := cw.flush(true); err != nil {
+		return nil, err
+	}
+	return cw, nil
+}
+
+// Append encodes r as the next record, setting r.N. The record's bytes are
+// copied; r (and the buffers its fields point into) may be reused once
+// Append returns. When BatchSize bytes are pending it flushes.
+func (w *Writer) Append(r *Record) error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.closed {
+		return ErrClosed
+	}
+	before := len(w.raw)
+	saved := *w
+	w.encode(r)
+	if size := len(w.raw) - before; size > MaxRecord {
+		raw := w.raw[:before]
+		*w = saved
+		w.raw = raw
+		r.N = 0
+		return fmt.Errorf("cassette: record of %d bytes is over the %d byte limit; split the line into parts", size, MaxRecord)
+	}
+	if len(w.raw) >= w.opts.BatchSize {
+		return w.flush(false)
+	}
+	return nil
+}
+
+func (w *Writer) encode(r *Record) {
+	r.N = w.next
+	w.raw = r.AppendJSON(w.raw)
+	w.raw = append(w.raw, '\n')
+	w.next++
+	if w.frameCount == 0 {
+		w.frameFirst, w.frameT0 = r.N, r.T
+	}
+	w.frameCount++
+	w.frameT1 = r.T
+	if r.T > w.lastT {
+		w.lastT = r.T
+	}
+	if r.K == KindEnd {
+		w.frameEnd = true
+	}
+}
+
+// Next is the number the next appended record will get.
+func (w *Writer) Next() uint64 { return w.next }
+
+// Err returns the sticky error, if any.
+func (w *Writer) Err() error { return w.err }
+
+// Flush compresses the pending records and hands them to the file in one
+// write, so that a batch is in the kernel (and survives kill -9 of rpctap)
+// as soon as Flush returns. The recorder calls it when its queue goes idle.
+func (w *Writer) Flush() error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.closed {
+		return ErrClosed
+	}
+	return w.flush(false)
+}
+
+func (w *Writer) flush(closeFrame bool) error {
+	if len(w.raw) > 0 {
+		if !w.frameOpen {
+			w.frameOpen = true
+			w.frameOff = w.off + int64(len(w.out))
+			w.frameStart = w.opts.now()
+			w.frameCRC = 0
+			w.crcFrom = len(w.out)
+		}
+		w.frameRaw += int64(len(w.raw))
+		if _, err := w.enc.Write(w.raw); err != nil {
+			return w.fail(err)
+		}
+		if err := w.enc.Flush(); err != nil {
+			return w.fail(err)
+		}
+		if cap(w.raw) > 4*w.opts.BatchSize && cap(w.raw) > 1<<20 {
+			w.raw = nil // a huge record passed; do not keep its buffer
+		} else {
+			w.raw = w.raw[:0]
+		}
+	}
+	if w.frameOpen && (closeFrame || w.frameRaw >= int64(w.opts.FrameSize) ||
+		w.opts.now().Sub(w.frameStart) >= w.opts.FrameAge) {
+		if err := w.enc.Close(); err != nil {
+			return w.fail(err)
+		}
+		w.frameCRC = crc32.Update(w.frameCRC, castagnoli, w.out[w.crcFrom:])
+		self := w.off + int64(len(w.out))
+		e := indexEntry{
+			Self: self, Prev: w.prevIndex, FrameOff: w.frameOff, FrameLen: self - w.frameOff,
+			RawLen: w.frameRaw, FirstN: w.frameFirst, Count: w.frameCount,
+			FirstT: w.frameT0, LastT: w.frameT1, FrameCRC: w.frameCRC,
+		}
+		if w.frameEnd {
+			e.Flags |= flagEnd
+		}
+		w.out = e.appendTo(w.out)
+		w.prevIndex = self
+		w.frameOpen, w.frameRaw, w.frameCount, w.frameEnd = false, 0, 0, false
+		w.enc.Reset(outSink{w})
+	} else if w.frameOpen {
+		w.frameCRC = crc32.Update(w.frameCRC, castagnoli, w.out[w.crcFrom:])
+	}
+	w.crcFrom = 0
+	if len(w.out) == 0 {
+		return nil
+	}
+	n, err := w.w.Write(w.out)
+	w.off += int64(n)
+	if err == nil && n < len(w.out) {
+		err = io.ErrShortWrite
+	}
+	if cap(w.out) > 4<<20 {
+		w.out = nil
+	} else {
+		w.out = w.out[:0]
+	}
+	if err != nil {
+		return w.fail(err)
+	}
+	return nil
+}
+
+func (w *Writer) fail(err error) error {
+	if w.err == nil {
+		w.err = fmt.Errorf("cassette: %w", err)
+	}
+	return w.err
+}
+
+// Close appends the end record (its T is the latest T appended), closes the
+// last zstd frame and its index frame, and, for a file from Create, fsyncs
+// and closes it. It returns the sticky error if any write failed; the file is
+// closed in every case. Calling Close again returns the same result.
+func (w *Writer) Close() error {
+	return w.CloseAt(w.lastT)
+}
+
+// CloseAt is Close with the time of the end record given by the caller.
+func (w *Writer) CloseAt(t int64) error {
+	if w.closed {
+		return w.err
+	}
+	w.closed = true
+	if w.err == nil {
+		w.endN = w.next
+		end := Record{K: KindEnd, T: t, Records: w.next}
+		w.encode(&end)
+		if err := w.flush(true); err == nil && w.file != nil {
+			if err := w.file.Sync(); err != nil {
+				w.fail(err)
+			}
+		}
+	}
+	if w.file != nil {
+		if err := w.file.Close(); err != nil {
+			w.fail(err)
+		}
+	}
+	return w.err
+}
