@@ -44,9 +44,9 @@ func readLines(t testing.TB, path string) [][]byte {
 //  1. a parent frame that answers a request the child has already sent goes
 //     first (the parent answers as soon as it can);
 //  2. otherwise a child frame goes next if it answers a parent request in
-//     flight, or if some parent request is in flight (the child works on
-//     it: notifications, its own requests), or if the parent has nothing
-//     left to send;
+//     flight, or if it is not an answer and some parent request is in
+//     flight (the child works on it: notifications, its own requests), or
+//     if the parent has nothing left to send;
 //  3. otherwise the parent's next frame goes (a new request or notification);
 //  4. if nothing is ready (a capture that is inconsistent), the parent's
 //     next frame goes, else the child's, so the walk always ends.
@@ -82,13 +82,17 @@ func interleave(p Protocol, in, out [][]byte) []DirFrame {
 		key, role := pair(d, p.Classify(d, f))
 		return role == PairClose && open[pairKey{1 - d, key}]
 	}
+	isAnswer := func(d Dir, f []byte) bool {
+		_, role := pair(d, p.Classify(d, f))
+		return role == PairClose
+	}
 	i, j := 0, 0
 	for i < len(in) || j < len(out) {
 		switch {
 		case i < len(in) && answers(FromParent, in[i]):
 			emit(FromParent, in[i])
 			i++
-		case j < len(out) && (answers(FromChild, out[j]) || openFrom[FromParent] > 0 || i == len(in)):
+		case j < len(out) && (answers(FromChild, out[j]) || (!isAnswer(FromChild, out[j]) && openFrom[FromParent] > 0) || i == len(in)):
 			emit(FromChild, out[j])
 			j++
 		case i < len(in):
@@ -116,8 +120,10 @@ func TestTrafficCaptures(t *testing.T) {
 		want := strings.SplitN(name, "-", 2)[0]
 		t.Run(name, func(t *testing.T) {
 			p, err := Lookup(want)
-			if err != nil {
-				t.Skipf("protocol %q is not registered yet: %v", want, err)
+			if err != nil && want == "pi" {
+				t.Skipf("protocol pi is registered by the event-protocols work, not yet here: %v", err)
+			} else if err != nil {
+				t.Fatal(err)
 			}
 			seq := interleave(p, readLines(t, inPath), readLines(t, filepath.Join(dir, name+".out")))
 			if got := Detect(seq); got != want {

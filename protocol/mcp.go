@@ -1,0 +1,82 @@
+package protocol
+
+// mcpProto is the Model Context Protocol over stdio: JSON-RPC 2.0, the
+// parent is the MCP client, the child the server; both sides send requests
+// (sampling, roots, elicitation come from the server).
+type mcpProto struct{}
+
+func (mcpProto) Name() string  { return "mcp" }
+func (mcpProto) MaxFrame() int { return 0 }
+
+func (mcpProto) Classify(_ Dir, frame []byte) Info { return classifyRPC(frame) }
+
+// The client opens with initialize (or, in the stateless 2026 draft, with
+// server/discover); ping may come before it.
+func (mcpProto) HandshakeDir() Dir { return FromParent }
+func (mcpProto) IsHandshake(_ Dir, info Info) bool {
+	return info.Kind == Request && (info.Method == "initialize" || info.Method == "server/discover")
+}
+func (mcpProto) AllowedBeforeHandshake(_ Dir, info Info) bool { return info.Method == "ping" }
+
+// CodeMCPUnknownMethod is reported as a warning: MCP has no reserved
+// extension namespace and adds methods often; peers answer -32601.
+const CodeMCPUnknownMethod = "mcp.unknown-method"
+
+func (mcpProto) Validate(dir Dir, frame []byte, info Info) []Violation {
+	vs := validateRPCMethods(dir, frame, info, rpcCatalogue{
+		prefix: "mcp",
+		lookup: func(m string) (rpcMethodShapes, bool) {
+			mm, ok := mcpMethods[m]
+			if !ok {
+				return rpcMethodShapes{}, false
+			}
+			return rpcMethodShapes{req: mm.req, result: mm.result, notif: mm.notif, allowed: mm.from.allows, side: mm.from.String()}, true
+		},
+		paramsMissing: true,
+		paramsOptional: func(m string) bool {
+			mm := mcpMethods[m]
+			s := mm.req
+			if s == nil {
+				s = mm.notif
+			}
+			return !hasRequired(s)
+		},
+	})
+	for i := range vs {
+		if vs[i].Code == CodeMCPUnknownMethod {
+			vs[i].Severity = SevWarning
+		}
+	}
+	return vs
+}
+
+// sniffMCP: initialize with a date-string protocolVersion (ACP's is an
+// integer) or server/discover is MCP for sure; MCP method names hint.
+func sniffMCP(_ Dir, frame []byte) int {
+	f := scanRPC(frame)
+	if !f.object || !f.is20() {
+		return 0
+	}
+	m, _ := rawString(f.method)
+	switch {
+	case m == "initialize" && f.params != nil:
+		if jsonType(memberOf(f.params, "protocolVersion")) == "string" {
+			return sureScore
+		}
+		if memberOf(f.params, "capabilities") != nil && memberOf(f.params, "clientInfo") != nil {
+			return 90
+		}
+		return 0
+	case m == "server/discover":
+		return sureScore
+	case m == "notifications/initialized", m == "tools/list", m == "tools/call", m == "resources/list",
+		m == "resources/read", m == "prompts/list", m == "prompts/get", m == "sampling/createMessage", m == "roots/list":
+		return 80
+	}
+	if f.result != nil && jsonType(memberOf(f.result, "protocolVersion")) == "string" && memberOf(f.result, "serverInfo") != nil {
+		return sureScore
+	}
+	return 0
+}
+
+func init() { register(mcpProto{}, 20, sniffMCP) }
