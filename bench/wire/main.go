@@ -1,0 +1,239 @@
+// Command wire is rpctap's whole-process benchmark: the same parent/child
+// workload run directly, through a cat relay, through `rpctap record` (and a
+// forwarding-only variant) and against `rpctap replay --speed 0`, alternating
+// the set-ups within one run. See docs/performance.md.
+//
+//	go run ./bench/wire                 # full run, prints markdown tables
+//	go run ./bench/wire --quick         # smoke run, a few seconds
+//	go run ./bench/wire --doc docs/performance.md   # also update the doc
+//
+// The parent and the child are this program; the child is re-executed with a
+// marker argument, so nothing but rpctap itself (built from this checkout) is
+// needed.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == childMarker {
+		os.Exit(childMain(os.Args[2:]))
+	}
+	cfg, err := parseFlags(os.Args[1:])
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintf(os.Stderr, "wire: %v\n", err)
+		os.Exit(2)
+	}
+	rep, err := run(cfg, os.Stderr)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "wire: %v\n", err)
+		os.Exit(1)
+	}
+	md := rep.markdown()
+	fmt.Print(md)
+	if cfg.Doc != "" {
+		if err := writeDoc(cfg.Doc, md); err != nil {
+			fmt.Fprintf(os.Stderr, "wire: %v\n", err)
+			os.Exit(1)
+		}
+		fmt.Fprintf(os.Stderr, "wire: updated %s\n", cfg.Doc)
+	}
+}
+
+type config struct {
+	Quick     bool
+	Reps      int
+	Workloads []string
+	Setups    []string
+	Rpctap    string // prebuilt binary; empty: build ./cmd/rpctap
+	FwdArgs   string
+	Doc       string
+	Keep      bool
+	Seed      int64
+	Command   string // how this run was invoked, for the report
+
+	PingN       int
+	MixTurns    int
+	BigEvery    int
+	MBFrames    int
+	StreamBytes int64
+	RSSSizes    []int64
+	Stall       time.Duration
+	StallBytes  int64
+	PoolSize    int
+}
+
+var allWorkloads = []string{"ping", "mix", "mixstream", "mb", "rss", "stall"}
+
+func parseFlags(args []string) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("wire", flag.ContinueOnError)
+	fs.BoolVar(&c.Quick, "quick", false, "small sizes and 3 repetitions: a smoke run of a few seconds")
+	fs.IntVar(&c.Reps, "reps", 0, "repetitions per set-up (default 5, or 3 with --quick)")
+	wl := fs.String("workload", strings.Join(allWorkloads, ","), "comma-separated workloads: "+strings.Join(allWorkloads, ", "))
+	su := fs.String("setups", "direct,cat,record,record-noredact,fwd,replay", "comma-separated set-ups (rpctap ones are skipped when the binary lacks the command)")
+	fs.StringVar(&c.Rpctap, "rpctap", "", "rpctap binary to measure (default: go build ./cmd/rpctap from this module)")
+	fs.StringVar(&c.FwdArgs, "fwd-args", "record -o /dev/null -- {child}", "rpctap arguments of the forwarding-only set-up")
+	fs.StringVar(&c.Doc, "doc", "", "also write the results into this markdown file between the bench markers")
+	fs.BoolVar(&c.Keep, "keep", false, "keep the temporary directory (cassettes, stderr)")
+	fs.Int64Var(&c.Seed, "seed", 1, "data seed")
+	fs.IntVar(&c.PingN, "ping-n", 0, "round trips per ping session (default 10000, quick 1000)")
+	fs.IntVar(&c.MixTurns, "mix-turns", 0, "turns per agent-mix session (default 800, quick 80)")
+	fs.Int64Var(&c.StreamBytes, "stream-bytes", 0, "bytes per mixstream session (default 64 MB, quick 8 MB)")
+	fs.IntVar(&c.MBFrames, "mb-frames", 0, "1 MiB frames per mb session (default 128, quick 16)")
+	rss := fs.String("rss-sizes", "", "session sizes (MB) of the rss workload (default 10,100,1074; quick 4,32)")
+	fs.DurationVar(&c.Stall, "stall", 0, "how long the stall workload stops reading (default 2s, quick 300ms)")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	c.Command = "go run ./bench/wire " + strings.Join(args, " ")
+	c.Workloads = splitList(*wl)
+	for _, w := range c.Workloads {
+		if !contains(allWorkloads, w) {
+			return c, fmt.Errorf("unknown workload %q (have %s)", w, strings.Join(allWorkloads, ", "))
+		}
+	}
+	c.Setups = splitList(*su)
+	def := func(p *int, full, quick int) {
+		if *p == 0 {
+			*p = full
+			if c.Quick {
+				*p = quick
+			}
+		}
+	}
+	def(&c.Reps, 5, 3)
+	def(&c.PingN, 10000, 1000)
+	def(&c.MixTurns, 800, 80)
+	def(&c.MBFrames, 128, 16)
+	bigEvery := c.MixTurns / 5
+	if c.Quick {
+		bigEvery = c.MixTurns / 2
+	}
+	c.BigEvery = max(bigEvery, 1)
+	if c.StreamBytes == 0 {
+		c.StreamBytes = 64e6
+		if c.Quick {
+			c.StreamBytes = 8e6
+		}
+	}
+	if c.Stall == 0 {
+		c.Stall = 2 * time.Second
+		if c.Quick {
+			c.Stall = 300 * time.Millisecond
+		}
+	}
+	c.StallBytes = 256e6
+	c.PoolSize = 48 << 20
+	sizes := "10,100,1074"
+	if c.Quick {
+		c.StallBytes = 32e6
+		c.PoolSize = 12 << 20
+		sizes = "4,32"
+	}
+	if *rss != "" {
+		sizes = *rss
+	}
+	for _, s := range splitList(sizes) {
+		var mb int64
+		if _, err := fmt.Sscan(s, &mb); err != nil || mb <= 0 {
+			return c, fmt.Errorf("bad --rss-sizes entry %q", s)
+		}
+		c.RSSSizes = append(c.RSSSizes, mb*1e6)
+	}
+	if c.Reps < 1 {
+		return c, fmt.Errorf("--reps must be at least 1")
+	}
+	return c, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// moduleRoot finds the directory holding go.mod above the working directory.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// buildRpctap builds ./cmd/rpctap into dir.
+func buildRpctap(dir string) (string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, "rpctap")
+	cmd := exec.Command("go", "build", "-o", out, "./cmd/rpctap")
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/rpctap: %v: %s", err, b)
+	}
+	return out, nil
+}
+
+// hasCommand reports whether `rpctap NAME --help` succeeds.
+func hasCommand(rpctap, name string) bool {
+	cmd := exec.Command(rpctap, name, "--help")
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	return cmd.Run() == nil
+}
+
+func knownSetup(name, fwdArgs string) (setup, bool) {
+	switch name {
+	case "direct":
+		return setup{Name: name, Kind: "direct"}, true
+	case "cat":
+		return setup{Name: name, Kind: "cat", Note: "two `cat` processes, one per direction: parent → cat → child → cat → parent (stderr not relayed)"}, true
+	case "record":
+		return setup{Name: name, Kind: "rpctap", Args: []string{"record", "-o", "{cassette}", "--", "{child}"}}, true
+	case "record-noredact":
+		return setup{Name: name, Kind: "rpctap", Args: []string{"record", "--no-redact", "-o", "{cassette}", "--", "{child}"}}, true
+	case "fwd":
+		return setup{Name: name, Kind: "rpctap", Args: strings.Fields(fwdArgs),
+			Note: "forwarding only: `rpctap " + fwdArgs + "`"}, true
+	case "replay":
+		return setup{Name: name, Kind: "rpctap", Args: []string{"replay", "--speed", "0", "{replay}"},
+			Note: "the parent talks to `rpctap replay --speed 0` of a cassette recorded earlier in this run"}, true
+	}
+	return setup{}, false
+}

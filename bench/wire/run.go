@@ -1,0 +1,389 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// meas is one session of one set-up.
+type meas struct {
+	Setup    string
+	Rep      int
+	Res      *result
+	CPUNs    int64 // relay CPU (rpctap + sink, or both cats)
+	MainHWM  int64 // KiB, relay process(es)
+	SinkHWM  int64 // KiB, rpctap's children other than the bench child
+	Cassette int64 // bytes; -1 when the set-up writes none
+}
+
+type zstdRun struct{ StreamMBps, StreamRatio, FlushMBps, FlushRatio float64 }
+
+type rssRow struct {
+	Setup            string
+	Size             int64
+	MainHWM, SinkHWM int64
+	Err              string
+}
+
+type report struct {
+	cfg       config
+	setups    []setup
+	notes     []string
+	runs      map[string][]meas
+	zstd      map[string][]zstdRun
+	capBytes  map[string]int
+	rss       []rssRow
+	stall     []meas
+	errs      []string
+	machine   []string
+	started   time.Time
+	elapsed   time.Duration
+	loadStart string
+	loadEnd   string
+}
+
+type runner struct {
+	cfg    config
+	log    io.Writer
+	tmp    string
+	self   string
+	rpctap string
+	pool   []byte
+	poolF  string
+	rep    *report
+}
+
+func run(cfg config, log io.Writer) (*report, error) {
+	r := &runner{cfg: cfg, log: log}
+	rep := &report{cfg: cfg, runs: map[string][]meas{}, zstd: map[string][]zstdRun{}, capBytes: map[string]int{},
+		started: time.Now(), loadStart: loadavg()}
+	r.rep = rep
+	rep.machine = machineInfo()
+	var err error
+	if r.tmp, err = os.MkdirTemp("", "wirebench-"); err != nil {
+		return nil, err
+	}
+	if cfg.Keep {
+		fmt.Fprintf(log, "wire: keeping %s\n", r.tmp)
+	} else {
+		defer os.RemoveAll(r.tmp)
+	}
+	if r.self, err = os.Executable(); err != nil {
+		return nil, err
+	}
+	r.pool = newPool(cfg.Seed, cfg.PoolSize)
+	r.poolF = filepath.Join(r.tmp, "pool")
+	if err := os.WriteFile(r.poolF, r.pool, 0o600); err != nil {
+		return nil, err
+	}
+
+	// Which set-ups can run.
+	wantTap := false
+	for _, name := range cfg.Setups {
+		if s, ok := knownSetup(name, cfg.FwdArgs); ok && s.Kind == "rpctap" {
+			wantTap = true
+		}
+	}
+	hasRecord, hasReplay := false, false
+	if wantTap {
+		r.rpctap = cfg.Rpctap
+		if r.rpctap == "" {
+			fmt.Fprintf(log, "wire: building ./cmd/rpctap\n")
+			if r.rpctap, err = buildRpctap(r.tmp); err != nil {
+				rep.notes = append(rep.notes, "rpctap set-ups skipped: "+oneLine(err.Error()))
+			}
+		}
+		if r.rpctap != "" {
+			hasRecord, hasReplay = hasCommand(r.rpctap, "record"), hasCommand(r.rpctap, "replay")
+		}
+	}
+	for _, name := range cfg.Setups {
+		s, ok := knownSetup(name, cfg.FwdArgs)
+		if !ok {
+			return nil, fmt.Errorf("unknown set-up %q", name)
+		}
+		if s.Kind == "rpctap" {
+			switch {
+			case r.rpctap == "":
+				continue
+			case s.isReplay() && !hasReplay:
+				rep.notes = append(rep.notes, "set-up "+name+" skipped: this rpctap has no `replay` command yet")
+				continue
+			case !s.isReplay() && !hasRecord:
+				rep.notes = append(rep.notes, "set-up "+name+" skipped: this rpctap has no `record` command yet")
+				continue
+			}
+		}
+		rep.setups = append(rep.setups, s)
+	}
+	if len(rep.setups) == 0 {
+		return nil, fmt.Errorf("no set-up can run")
+	}
+
+	for _, w := range cfg.Workloads {
+		switch w {
+		case "ping", "mix", "mixstream", "mb":
+			r.workload(w)
+		case "rss":
+			r.rssWorkload()
+		case "stall":
+			r.stallWorkload()
+		}
+	}
+	rep.elapsed = time.Since(rep.started)
+	rep.loadEnd = loadavg()
+	return rep, nil
+}
+
+func (r *runner) params(w string) params {
+	p := params{Workload: w, Seed: r.cfg.Seed, Pool: r.poolF}
+	switch w {
+	case "ping":
+		p.N = r.cfg.PingN
+	case "mix":
+		p.N, p.BigEvery = r.cfg.MixTurns, r.cfg.BigEvery
+	case "mixstream":
+		p.Bytes = r.cfg.StreamBytes
+	case "mb":
+		p.N = r.cfg.MBFrames
+	}
+	return p
+}
+
+func (r *runner) find(name string) (setup, bool) {
+	for _, s := range r.rep.setups {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return setup{}, false
+}
+
+func (r *runner) workload(w string) {
+	p := r.params(w)
+	// Warm-up (untimed): a direct session that also captures the session's
+	// bytes for the in-process zstd measurement, and a recording that the
+	// replay set-up plays back.
+	var capture []byte
+	if s, ok := knownSetup("direct", ""); ok {
+		var cp *[]byte
+		if w == "mix" || w == "mixstream" {
+			cp = &capture
+		}
+		if _, err := r.session(s, w, p, -1, 0, cp, ""); err != nil {
+			r.fail(w, "warm-up direct", err)
+			return
+		}
+	}
+	replaySrc := ""
+	if _, ok := r.find("replay"); ok {
+		if s, ok := knownSetup("record", ""); ok {
+			path := filepath.Join(r.tmp, w+"-replay-source.cassette")
+			if _, err := r.session(s, w, p, -1, 0, nil, path); err != nil {
+				r.fail(w, "recording the replay source", err)
+			} else {
+				replaySrc = path
+			}
+		}
+	}
+	r.rep.capBytes[w] = len(capture)
+	n := len(r.rep.setups)
+	for rep := 0; rep < r.cfg.Reps; rep++ {
+		if len(capture) > 0 {
+			var z zstdRun
+			var err error
+			z.StreamMBps, z.StreamRatio, err = zstdMeasure(capture, 0)
+			if err == nil {
+				z.FlushMBps, z.FlushRatio, err = zstdMeasure(capture, 64<<10)
+			}
+			if err != nil {
+				r.fail(w, "zstd", err)
+			} else {
+				r.rep.zstd[w] = append(r.rep.zstd[w], z)
+			}
+		}
+		for i := 0; i < n; i++ {
+			s := r.rep.setups[(i+rep)%n] // rotate the order every repetition
+			if s.isReplay() && replaySrc == "" {
+				continue
+			}
+			m, err := r.session(s, w, p, rep, 0, nil, replaySrc)
+			if err != nil {
+				r.fail(w, fmt.Sprintf("%s rep %d", s.Name, rep+1), err)
+				continue
+			}
+			r.rep.runs[w] = append(r.rep.runs[w], m)
+			r.progress(w, rep, m)
+		}
+	}
+}
+
+func (r *runner) rssWorkload() {
+	for _, name := range []string{"record", "fwd"} {
+		s, ok := r.find(name)
+		if !ok {
+			continue
+		}
+		for _, size := range r.cfg.RSSSizes {
+			p := r.params("mixstream")
+			p.Bytes = size
+			m, err := r.session(s, "rss", p, 0, 0, nil, "")
+			row := rssRow{Setup: name, Size: size}
+			if err != nil {
+				row.Err = oneLine(err.Error())
+				r.fail("rss", fmt.Sprintf("%s %d MB", name, size/1e6), err)
+			} else {
+				row.MainHWM, row.SinkHWM = m.MainHWM, m.SinkHWM
+				fmt.Fprintf(r.log, "wire: rss %s %4d MB: main %.1f MiB sink %.1f MiB (%.0f MB/s)\n",
+					name, size/1e6, mib(m.MainHWM), mib(m.SinkHWM), mbps(m.Res))
+			}
+			r.rep.rss = append(r.rep.rss, row)
+		}
+	}
+}
+
+func (r *runner) stallWorkload() {
+	for _, name := range []string{"cat", "record", "fwd"} {
+		s, ok := r.find(name)
+		if !ok {
+			continue
+		}
+		p := r.params("mixstream")
+		p.Bytes = r.cfg.StallBytes
+		m, err := r.session(s, "stall", p, 0, r.cfg.Stall, nil, "")
+		if err != nil {
+			r.fail("stall", name, err)
+			continue
+		}
+		fmt.Fprintf(r.log, "wire: stall %s: RSS after %v stalled: main %.1f MiB sink %.1f MiB; peak %.1f/%.1f MiB\n",
+			name, r.cfg.Stall, mib(m.Res.StallMainRSS), mib(m.Res.StallSinkRSS), mib(m.MainHWM), mib(m.SinkHWM))
+		r.rep.stall = append(r.rep.stall, m)
+	}
+}
+
+func (r *runner) fail(w, what string, err error) {
+	msg := fmt.Sprintf("%s: %s: %s", w, what, oneLine(err.Error()))
+	fmt.Fprintf(r.log, "wire: FAILED %s\n", msg)
+	r.rep.errs = append(r.rep.errs, msg)
+}
+
+func (r *runner) progress(w string, rep int, m meas) {
+	res := m.Res
+	switch w {
+	case "ping":
+		s := sortedCopy(res.Lat)
+		fmt.Fprintf(r.log, "wire: %-9s rep %d %-16s p50 %6.1f µs  p99 %7.1f µs  p99.9 %7.1f µs\n",
+			w, rep+1, m.Setup, us(pct(s, .5)), us(pct(s, .99)), us(pct(s, .999)))
+	default:
+		fmt.Fprintf(r.log, "wire: %-9s rep %d %-16s %7.1f MB/s\n", w, rep+1, m.Setup, mbps(res))
+	}
+}
+
+// session runs one parent/child session through set-up s. rep < 0 is a
+// warm-up. cassette names the cassette of a recording set-up (empty: a
+// temporary one) and the source of a replay set-up.
+func (r *runner) session(s setup, w string, p params, rep int, stall time.Duration, capture *[]byte, cassette string) (meas, error) {
+	m := meas{Setup: s.Name, Rep: rep, Cassette: -1}
+	replay := ""
+	if s.isReplay() {
+		replay = cassette
+		cassette = ""
+	}
+	temp := false
+	if cassette == "" && s.writesCassette() {
+		cassette = filepath.Join(r.tmp, fmt.Sprintf("%s-%s-%d.cassette", w, s.Name, rep+1))
+		temp = !r.cfg.Keep
+	}
+	argv := append([]string{r.self}, p.childArgs()...)
+	l, err := start(s, argv, r.rpctap, cassette, replay, r.tmp)
+	if err != nil {
+		return m, err
+	}
+	c := &parentConn{in: &lineWriter{w: l.w}, out: newLineReader(l.r), l: l}
+	c.in.capture, c.out.capture = capture, capture
+	var res *result
+	switch w {
+	case "ping":
+		res, err = runPing(c, p)
+	case "mix":
+		res, err = runMix(c, p, r.pool)
+	default:
+		res, err = runStream(c, p, stall)
+	}
+	if err != nil {
+		l.kill()
+		if e := strings.TrimSpace(l.stderr()); e != "" {
+			err = fmt.Errorf("%v; stderr: %s", err, lastLines([]byte(e), 5))
+		}
+		return m, err
+	}
+	cpu, err := l.finish(30 * time.Second)
+	if err != nil {
+		return m, err
+	}
+	if s.Kind == "rpctap" && !s.isReplay() {
+		cpu -= res.Child.CPUNs // rpctap's rusage includes the child it reaped
+	}
+	m.Res, m.CPUNs = res, cpu
+	m.MainHWM, m.SinkHWM, _, _ = l.mem()
+	if cassette != "" && s.writesCassette() {
+		if st, err := os.Stat(cassette); err == nil {
+			m.Cassette = st.Size()
+		}
+		if temp {
+			os.Remove(cassette)
+		}
+	}
+	return m, nil
+}
+
+func us(ns int64) float64   { return float64(ns) / 1e3 }
+func mib(kib int64) float64 { return float64(kib) / 1024 }
+
+func mbps(res *result) float64 {
+	if res == nil || res.Elapsed <= 0 {
+		return 0
+	}
+	return float64(res.Payload) / res.Elapsed.Seconds() / 1e6
+}
+
+func oneLine(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n", " | ") }
+
+func loadavg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func machineInfo() []string {
+	model := "?"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "model name") {
+				if i := strings.IndexByte(line, ':'); i >= 0 {
+					model = strings.TrimSpace(line[i+1:])
+				}
+				break
+			}
+		}
+	}
+	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	mem := "?"
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		if f := strings.Fields(strings.SplitN(string(b), "\n", 2)[0]); len(f) >= 2 {
+			mem = fmt.Sprintf("%.1f GiB", float64(kib([]byte(f[1])))/(1<<20))
+		}
+	}
+	return []string{
+		fmt.Sprintf("nproc %d, CPU %s, RAM %s", runtime.NumCPU(), model, mem),
+		fmt.Sprintf("Linux %s, %s %s/%s", strings.TrimSpace(string(kernel)), runtime.Version(), runtime.GOOS, runtime.GOARCH),
+	}
+}
