@@ -300,6 +300,7 @@ func (x *Index) walk() {
 			f.FirstT, f.LastT, f.End = ent.firstT, ent.lastT, ent.end
 		}
 		if !u.complete {
+			x.ended = x.ended || f.End // a cut after the end record's block loses nothing
 			if f.Count > 0 {
 				x.frames = append(x.frames, f)
 				x.cache.put(cacheKey{f.Offset, f.Len}, ent)
