@@ -1,0 +1,192 @@
+package replay
+
+import (
+	"context"
+	"io"
+	"sync"
+)
+
+// Child is a fake child process running in-process: the parent under test
+// writes to Stdin and reads Stdout and Stderr, exactly as with the pipes of
+// an exec.Cmd. Build one with NewChild or StartChild.
+type Child struct {
+	// Stdin is where the parent writes its frames. Closing it is the
+	// parent closing the child's stdin. Writes fail with io.ErrClosedPipe
+	// once the fake child has ended.
+	Stdin io.WriteCloser
+	// Stdout carries the recorded child frames; it reaches EOF when the
+	// fake child ends. Writes to it block until the parent reads (a pipe).
+	Stdout io.ReadCloser
+	// Stderr carries the recorded stderr lines. It is buffered without
+	// bound, so a parent that never reads it does not stall the replay.
+	Stderr io.Reader
+
+	cancel context.CancelFunc
+	done   chan struct{}
+	res    *Result
+	err    error
+}
+
+// NewChild loads the cassette at path and starts a fake child on it.
+func NewChild(path string, opts ...Option) (*Child, error) {
+	rec, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	return StartChild(rec, opts...)
+}
+
+// StartChild starts a fake child replaying rec. It returns an error when
+// the recording cannot be replayed (no frames, unknown connection, another
+// protocol, a bad ignore pattern).
+//
+// The replay runs in its own goroutine (engineLoop) until the recorded exit
+// is reached, the parent closes Stdin and nothing more can become due, or
+// Close is called. A parent that stops reading Stdout while the replay has
+// frames to send blocks the replay, as a real pipe would.
+func StartChild(rec *Recording, opts ...Option) (*Child, error) {
+	o := defaults()
+	for _, opt := range opts {
+		opt(o)
+	}
+	e, err := newEngine(rec, roleChild, o)
+	if err != nil {
+		return nil, err
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	errBuf := newBufPipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Child{Stdin: inW, Stdout: outR, Stderr: errBuf, cancel: cancel, done: make(chan struct{})}
+	e.out = outW
+	e.errOut = errBuf
+	go func() {
+		defer close(c.done)
+		c.res, c.err = e.run(ctx, inR)
+		// The fake child is gone: the parent sees EOF on stdout and stderr,
+		// and its writes to stdin fail.
+		outW.Close()
+		errBuf.Close()
+		inR.CloseWithError(io.ErrClosedPipe)
+	}()
+	return c, nil
+}
+
+// Wait waits for the fake child to end and returns what it found. The
+// error is non-nil in strict mode when the session diverged (ErrDiverged),
+// or when reading or writing the pipes failed. Result.Exit is the recorded
+// exit status. Wait does not close Stdin: a parent that keeps it open and
+// sends nothing more while the recording expects more waits forever; call
+// Close to end it.
+func (c *Child) Wait() (*Result, error) {
+	<-c.done
+	return c.res, c.err
+}
+
+// Close ends the fake child at once (if it is still running) and returns
+// Wait's result; recorded parent frames not yet received are reported as
+// missing.
+func (c *Child) Close() (*Result, error) {
+	c.Stdin.Close()
+	c.cancel()
+	<-c.done
+	if c.err == context.Canceled {
+		return c.res, nil
+	}
+	return c.res, c.err
+}
+
+// RunChild runs a fake child over the given streams until it ends: in is
+// what the parent writes, out and stderr what it reads. The result's Exit is
+// the recorded exit status the process should end with. Cancelling ctx ends
+// the replay; the goroutine reading in may stay blocked in Read until in is
+// closed or written to.
+func RunChild(ctx context.Context, rec *Recording, in io.Reader, out, stderr io.Writer, opts ...Option) (*Result, error) {
+	o := defaults()
+	for _, opt := range opts {
+		opt(o)
+	}
+	e, err := newEngine(rec, roleChild, o)
+	if err != nil {
+		return nil, err
+	}
+	e.out = out
+	e.errOut = stderr
+	return e.run(ctx, in)
+}
+
+// RunParent runs a fake parent: it writes the recorded parent frames to
+// childIn (closing it where the recording says the parent closed stdin, and
+// at the end), reads the child's frames from childOut and compares them with
+// the recording. It returns when every parent frame was sent and the child's
+// frames arrived, the child closed its stdout, or a recorded child frame
+// did not come within the timeout (WithTimeout).
+func RunParent(ctx context.Context, rec *Recording, childOut io.Reader, childIn io.WriteCloser, opts ...Option) (*Result, error) {
+	o := defaults()
+	o.speed = 0
+	for _, opt := range opts {
+		opt(o)
+	}
+	e, err := newEngine(rec, roleParent, o)
+	if err != nil {
+		return nil, err
+	}
+	e.out = childIn
+	var once sync.Once
+	e.closer = func() error {
+		var err error
+		once.Do(func() { err = childIn.Close() })
+		return err
+	}
+	res, err := e.run(ctx, childOut)
+	e.closer()
+	return res, err
+}
+
+// bufPipe is an unbounded in-memory pipe: writes never block.
+type bufPipe struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	buf    []byte
+	closed bool
+}
+
+func newBufPipe() *bufPipe {
+	p := &bufPipe{}
+	p.cond = sync.NewCond(&p.mu)
+	return p
+}
+
+func (p *bufPipe) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return 0, io.ErrClosedPipe
+	}
+	p.buf = append(p.buf, b...)
+	p.cond.Broadcast()
+	return len(b), nil
+}
+
+// Read blocks until data arrives or the pipe is closed.
+func (p *bufPipe) Read(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for len(p.buf) == 0 && !p.closed {
+		p.cond.Wait()
+	}
+	if len(p.buf) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(b, p.buf)
+	p.buf = p.buf[n:]
+	return n, nil
+}
+
+func (p *bufPipe) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	p.cond.Broadcast()
+	p.mu.Unlock()
+	return nil
+}

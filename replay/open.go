@@ -1,0 +1,76 @@
+package replay
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+
+	"github.com/rpctap/rpctap/cassette"
+)
+
+// Open reads the cassette at path into memory for replay.
+//
+// A cassette without its end record (the recorder was killed, as when a
+// parent SIGKILLs its child, or the tail of the file is torn) is replayed as
+// far as it is complete: Recording.Complete is false and Truncated says
+// where it stops. Everything else that is wrong is an error: a missing or
+// unreadable file, an empty file, a file that is not a cassette, a cassette
+// from a newer rpctap, damaged data anywhere, or a cassette with no frames.
+func Open(path string) (*Recording, error) {
+	r, err := cassette.Open(path)
+	if err != nil {
+		return nil, describeOpenError(path, err)
+	}
+	defer r.Close()
+	rec := &Recording{Name: path, Header: r.Header(), Protocol: r.Header().Protocol}
+	for {
+		x, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		var te *cassette.TruncatedError
+		if errors.As(err, &te) {
+			rec.Truncated = te.Error()
+			break
+		}
+		if err != nil {
+			return nil, describeOpenError(path, err)
+		}
+		switch x.K {
+		case cassette.KindHeader:
+			continue
+		case cassette.KindMeta:
+			if x.Protocol != "" {
+				rec.Protocol = x.Protocol
+			}
+		case cassette.KindEnd:
+			rec.Complete = true
+		}
+		rec.Records = append(rec.Records, *x)
+	}
+	if len(rec.Conns()) == 0 {
+		if rec.Truncated != "" {
+			return nil, fmt.Errorf("%s: %w (%s)", path, ErrEmpty, rec.Truncated)
+		}
+		return nil, fmt.Errorf("%s: %w", path, ErrEmpty)
+	}
+	return rec, nil
+}
+
+// describeOpenError turns the cassette reader's errors into one line that
+// names the file.
+func describeOpenError(path string, err error) error {
+	var te *cassette.TruncatedError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s: no such file", path)
+	case errors.Is(err, cassette.ErrEmpty):
+		return fmt.Errorf("%s: empty file, not a cassette", path)
+	case errors.Is(err, cassette.ErrNotCassette):
+		return fmt.Errorf("%s: not an rpctap cassette", path)
+	case errors.As(err, &te):
+		return fmt.Errorf("%s: %v (nothing to replay)", path, err)
+	}
+	return fmt.Errorf("%s: %w", path, err)
+}

@@ -1,0 +1,193 @@
+package replay
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// DivergenceKind says how a live session left the recording.
+type DivergenceKind string
+
+const (
+	// Unexpected: a live frame that no recorded frame accepts. A request got
+	// the protocol's error reply; the recording did not advance.
+	Unexpected DivergenceKind = "unexpected"
+	// Mismatch: a live frame taken as the recorded one with the same kind,
+	// method and (for answers) id, whose body differs. The recording
+	// advanced as if it had matched, so one different answer does not stall
+	// the rest of the session.
+	Mismatch DivergenceKind = "mismatch"
+	// Missing: a recorded frame the live side never sent.
+	Missing DivergenceKind = "missing"
+	// Late: verify only: the child did not send a recorded frame within the
+	// timeout, and the next parent frame was sent without it.
+	Late DivergenceKind = "late"
+	// ExitStatus: verify only: the child exited differently from the recording.
+	ExitStatus DivergenceKind = "exit"
+)
+
+// Divergence is one place where the live session differs from the cassette.
+// Frames in it are redacted (secret fields replaced) and shortened.
+type Divergence struct {
+	Kind     DivergenceKind `json:"kind"`
+	Cassette string         `json:"cassette"`
+	Conn     int            `json:"conn,omitempty"`
+	// Record is the cassette record number of the recorded frame concerned:
+	// the missing frame, the frame matched with differences, or the nearest
+	// recorded candidate of an unexpected frame (0 when there is none).
+	Record   uint64     `json:"record,omitempty"`
+	FrameKind string    `json:"frame_kind,omitempty"` // request, response, notification, ...
+	Method   string     `json:"method,omitempty"`
+	Live     string     `json:"live,omitempty"`     // the live frame
+	Recorded string     `json:"recorded,omitempty"` // the recorded frame (candidate)
+	Diff     []PathDiff `json:"diff,omitempty"`     // recorded -> live, ids and ignored fields left out
+	Reply    string     `json:"reply,omitempty"`    // the error reply sent for an unexpected request
+	Message  string     `json:"message"`            // one line for a person
+}
+
+func (d Divergence) String() string {
+	s := fmt.Sprintf("%s: %s", d.Kind, d.Message)
+	if len(d.Diff) > 0 {
+		s += ": " + d.Diff[0].String()
+		if len(d.Diff) > 1 {
+			s += fmt.Sprintf(" (+%d more)", len(d.Diff)-1)
+		}
+	}
+	return s
+}
+
+func (p PathDiff) String() string {
+	path := p.Path
+	if path == "" {
+		path = "(frame)"
+	}
+	rec, live := p.Recorded, p.Live
+	if rec == "" {
+		rec = "(absent)"
+	}
+	if live == "" {
+		live = "(absent)"
+	}
+	return fmt.Sprintf("%s: %s -> %s", path, rec, live)
+}
+
+// writeFirst prints the full first-divergence report.
+func writeFirst(w io.Writer, prog string, who string, d Divergence) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: first divergence from %s", prog, d.Cassette)
+	if d.Conn != 0 {
+		fmt.Fprintf(&b, " (conn %d)", d.Conn)
+	}
+	fmt.Fprintf(&b, ": %s\n", d.Message)
+	if d.Live != "" {
+		fmt.Fprintf(&b, "  %s sent:  %s\n", who, d.Live)
+	}
+	if d.Record != 0 {
+		label := "recorded frame"
+		if d.Kind == Unexpected {
+			label = "nearest recorded candidate"
+		}
+		fmt.Fprintf(&b, "  %s: record #%d %s %s\n", label, d.Record, d.FrameKind, d.Method)
+		if d.Recorded != "" {
+			fmt.Fprintf(&b, "    %s\n", d.Recorded)
+		}
+	}
+	if len(d.Diff) > 0 {
+		fmt.Fprintf(&b, "  differences (recorded -> live; ids and ignored fields not compared):\n")
+		for _, p := range d.Diff {
+			fmt.Fprintf(&b, "    %s\n", p)
+		}
+	}
+	if d.Reply != "" {
+		fmt.Fprintf(&b, "  answered with: %s\n", d.Reply)
+	}
+	io.WriteString(w, b.String())
+}
+
+// writeLater prints a one-line report for a divergence after the first.
+func writeLater(w io.Writer, prog string, n int, d Divergence) {
+	rec := ""
+	if d.Record != 0 {
+		rec = fmt.Sprintf(" (record #%d)", d.Record)
+	}
+	fmt.Fprintf(w, "%s: divergence %d%s: %s\n", prog, n, rec, d)
+}
+
+// Redaction. Reports show frames, and frames carry secrets; anything under
+// one of these keys is replaced by redactedMark before it is printed.
+
+const redactedMark = "«redacted»"
+
+var secretKeys = map[string]bool{
+	"authorization": true, "password": true, "passwd": true, "secret": true,
+	"client_secret": true, "api_key": true, "apikey": true, "x-api-key": true,
+	"token": true, "access_token": true, "refresh_token": true, "id_token": true,
+	"session_token": true, "bearer": true, "cookie": true, "private_key": true,
+	"credentials": true,
+}
+
+func isSecretKey(k string) bool {
+	l := strings.ToLower(k)
+	return secretKeys[l] || strings.HasSuffix(l, "_secret") || strings.HasSuffix(l, "_password") ||
+		strings.HasSuffix(l, "apikey") || strings.HasSuffix(l, "api_key")
+}
+
+// redactValue returns v with every secret member replaced; key is the member
+// name v was found under ("" for none).
+func redactValue(key string, v any) any {
+	if key != "" && isSecretKey(key) {
+		if v == nil {
+			return nil
+		}
+		return redactedMark
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		c := make(map[string]any, len(x))
+		for k, e := range x {
+			c[k] = redactValue(k, e)
+		}
+		// ACP env variables and authenticate params: values are secrets.
+		if name, ok := x["name"].(string); ok && key == "" && x["value"] != nil && envLike(name) {
+			c["value"] = redactedMark
+		}
+		return c
+	case []any:
+		c := make([]any, len(x))
+		for i, e := range x {
+			c[i] = redactValue("", e)
+		}
+		return c
+	}
+	return v
+}
+
+// envLike: {"name": "...", "value": "..."} pairs hold environment variables
+// (ACP terminal/create env, MCP server env); treat every value as secret.
+func envLike(name string) bool { return name != "" && strings.ToUpper(name) == name }
+
+// showFrame renders f for a report: redacted, compact, shortened.
+func showFrame(f *Frame) string {
+	if f == nil {
+		return ""
+	}
+	var s string
+	if f.Value != nil {
+		v := f.Value
+		if obj, ok := v.(map[string]any); ok && obj["method"] == "authenticate" {
+			c := copyMap(obj)
+			if c["params"] != nil {
+				c["params"] = redactedMark
+			}
+			v = c
+		}
+		s = string(mustJSON(redactValue("", v)))
+	} else {
+		s = string(mustJSON(string(f.Raw)))
+	}
+	if len(s) > 400 {
+		s = s[:397] + "..."
+	}
+	return s
+}
