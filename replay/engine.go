@@ -50,23 +50,23 @@ type engine struct {
 	idKey string
 	steps []*estep
 
-	out    io.Writer     // to the live side
-	errOut io.Writer     // recorded stderr (child role)
-	closer func() error  // parent role: closes the child's stdin
-	start  time.Time
-	next   int // index of the next mine step to send
-	open   int // index of the first theirs step not done (nor waived)
-	issued map[string]int
-	binds  map[string]string
-	border []string // binds keys, longest first
-	waived  []int // theirs steps given up on (parent role), still matchable
-	liveEOF bool
-	exited  *Exit // child role: reached the recorded exit
+	out          io.Writer    // to the live side
+	errOut       io.Writer    // recorded stderr (child role)
+	closer       func() error // parent role: closes the child's stdin
+	start        time.Time
+	next         int // index of the next mine step to send
+	open         int // index of the first theirs step not done (nor waived)
+	issued       map[string]int
+	binds        map[string]string
+	border       []string // binds keys, longest first
+	waived       []int    // theirs steps given up on (parent role), still matchable
+	liveEOF      bool
+	exited       *Exit // child role: reached the recorded exit
 	lastProgress time.Time
-	nreports int
+	nreports     int
 
-	res    Result
-	werr   error // first write error
+	res  Result
+	werr error // first write error
 }
 
 func newEngine(rec *Recording, r role, o *options) (*engine, error) {

@@ -36,14 +36,14 @@ type Divergence struct {
 	// Record is the cassette record number of the recorded frame concerned:
 	// the missing frame, the frame matched with differences, or the nearest
 	// recorded candidate of an unexpected frame (0 when there is none).
-	Record   uint64     `json:"record,omitempty"`
-	FrameKind string    `json:"frame_kind,omitempty"` // request, response, notification, ...
-	Method   string     `json:"method,omitempty"`
-	Live     string     `json:"live,omitempty"`     // the live frame
-	Recorded string     `json:"recorded,omitempty"` // the recorded frame (candidate)
-	Diff     []PathDiff `json:"diff,omitempty"`     // recorded -> live, ids and ignored fields left out
-	Reply    string     `json:"reply,omitempty"`    // the error reply sent for an unexpected request
-	Message  string     `json:"message"`            // one line for a person
+	Record    uint64     `json:"record,omitempty"`
+	FrameKind string     `json:"frame_kind,omitempty"` // request, response, notification, ...
+	Method    string     `json:"method,omitempty"`
+	Live      string     `json:"live,omitempty"`     // the live frame
+	Recorded  string     `json:"recorded,omitempty"` // the recorded frame (candidate)
+	Diff      []PathDiff `json:"diff,omitempty"`     // recorded -> live, ids and ignored fields left out
+	Reply     string     `json:"reply,omitempty"`    // the error reply sent for an unexpected request
+	Message   string     `json:"message"`            // one line for a person
 }
 
 func (d Divergence) String() string {

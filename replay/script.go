@@ -12,8 +12,8 @@ import (
 // Recording is a cassette read into memory, ready to be replayed any number
 // of times (it is never modified by a replay).
 type Recording struct {
-	Name     string           // path or label shown in reports
-	Header   cassette.Header  // record 0 (zero when the records had none)
+	Name     string          // path or label shown in reports
+	Header   cassette.Header // record 0 (zero when the records had none)
 	Records  []cassette.Record
 	Protocol string // from the header or a meta record; "" when the cassette does not say
 	// Complete is false when the cassette has no end record (the recorder
