@@ -232,7 +232,7 @@ func newPool(seed int64, size int) []byte {
 	b := make([]byte, 0, size+64<<10)
 	for len(b) < size {
 		switch k := g.r.Intn(10); {
-		case k < 5:
+		case k < 3:
 			b = g.prose(b)
 		case k < 9:
 			b = g.code(b)

@@ -40,6 +40,7 @@ type report struct {
 	rss       []rssRow
 	stall     []meas
 	errs      []string
+	calib     []string // zstd ratios of the generated text and of real files, for comparison
 	machine   []string
 	started   time.Time
 	elapsed   time.Duration
@@ -81,6 +82,8 @@ func run(cfg config, log io.Writer) (*report, error) {
 	if err := os.WriteFile(r.poolF, r.pool, 0o600); err != nil {
 		return nil, err
 	}
+
+	rep.calib = calibrate(r.pool)
 
 	// Which set-ups can run.
 	wantTap := false
@@ -386,4 +389,34 @@ func machineInfo() []string {
 		fmt.Sprintf("nproc %d, CPU %s, RAM %s", runtime.NumCPU(), model, mem),
 		fmt.Sprintf("Linux %s, %s %s/%s", strings.TrimSpace(string(kernel)), runtime.Version(), runtime.GOOS, runtime.GOARCH),
 	}
+}
+
+// calibrate compares how zstd SpeedFastest compresses the generated text pool
+// with real text: Go's own net/http sources and, when ../shared is beside the
+// module, the captured third-party traffic.
+func calibrate(pool []byte) []string {
+	var out []string
+	add := func(name string, data []byte) {
+		if len(data) == 0 {
+			return
+		}
+		if _, ratio, err := zstdMeasure(data, 0); err == nil {
+			out = append(out, fmt.Sprintf("%s (%.1f MB): %.3f", name, float64(len(data))/1e6, ratio))
+		}
+	}
+	add("the generated text pool", pool)
+	readAll := func(pattern string) []byte {
+		files, _ := filepath.Glob(pattern)
+		var b []byte
+		for _, f := range files {
+			d, _ := os.ReadFile(f)
+			b = append(b, d...)
+		}
+		return b
+	}
+	add("Go's net/http/*.go (real source)", readAll(filepath.Join(runtime.GOROOT(), "src", "net", "http", "*.go")))
+	if root, err := moduleRoot(); err == nil {
+		add("../shared/traffic (real captured sessions, small)", readAll(filepath.Join(root, "..", "shared", "traffic", "*.*")))
+	}
+	return out
 }
