@@ -37,7 +37,7 @@ func (b *rb) add(r cassette.Record) *rb {
 
 // frame adds a frame; it is classified the way the recorder would.
 func (b *rb) frame(d cassette.Dir, js string) *rb {
-	r := cassette.Record{K: cassette.KindFrame, D: d, JSON: json.RawMessage(js)}
+	r := cassette.Record{K: cassette.KindFrame, D: d, JSON: json.RawMessage(js), EOL: "\n"}
 	if !json.Valid(r.JSON) {
 		r.JSON, r.Text, r.HasText = nil, js, true
 	}
@@ -48,7 +48,7 @@ func (b *rb) frame(d cassette.Dir, js string) *rb {
 func (b *rb) in(js string) *rb  { return b.frame(cassette.DirIn, js) }
 func (b *rb) out(js string) *rb { return b.frame(cassette.DirOut, js) }
 func (b *rb) stderr(s string) *rb {
-	return b.add(cassette.Record{K: cassette.KindStderr, D: cassette.DirErr, Text: s, HasText: true})
+	return b.add(cassette.Record{K: cassette.KindStderr, D: cassette.DirErr, Text: s, HasText: true, EOL: "\n"})
 }
 func (b *rb) event(ev string, mod func(*cassette.Record)) *rb {
 	r := cassette.Record{K: cassette.KindEvent, Ev: ev}
@@ -72,26 +72,26 @@ func acpSession() []cassette.Record {
 	zero := 0
 	b := newRB("acp", "agent", "--acp")
 	b.event(cassette.EventStart, func(r *cassette.Record) { r.PID = 4242; r.Argv = []string{"agent", "--acp"}; r.Cwd = "/w" })
-	b.at(2*ms).in(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":true}}}}`)
-	b.at(1*ms).stderr("agent: starting up")
-	b.at(3*ms).out(`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":false}}}`)
-	b.at(1*ms).in(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}`)
-	b.at(5*ms).out(`{"jsonrpc":"2.0","id":2,"result":{"sessionId":"sess_1"}}`)
-	b.at(10*ms).in(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"sess_1","prompt":[{"type":"text","text":"Fix the bug"}]}}`)
-	b.at(40*ms).out(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_1","update":{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"Looking at "}}}}`)
-	b.at(5*ms).out(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_1","update":{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"the code."}}}}`)
-	b.at(5*ms).out(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"I will "}}}}`)
-	b.at(5*ms).out(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"edit main.go."}}}}`)
-	b.at(5*ms).out(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_1","update":{"sessionUpdate":"tool_call","toolCallId":"call_1","title":"Edit main.go","kind":"edit","status":"pending"}}}`)
-	b.at(2*ms).out(`{"jsonrpc":"2.0","id":1,"method":"session/request_permission","params":{"sessionId":"sess_1","toolCall":{"toolCallId":"call_1","title":"Edit main.go"},"options":[{"kind":"allow_once","name":"Allow","optionId":"allow"},{"kind":"reject_once","name":"Reject","optionId":"reject"}]}}`)
-	b.at(300*ms).in(`{"jsonrpc":"2.0","id":1,"result":{"outcome":{"outcome":"selected","optionId":"allow"}}}`)
-	b.at(20*ms).out(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_1","update":{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"completed"}}}`)
-	b.at(5*ms).out(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Done [really]."}}}}`)
-	b.at(3*ms).out(`{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}`)
-	b.at(1*ms).out(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_1","update":{"sessionUpdate":"bogus_update"}}}`)
+	b.at(2 * ms).in(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":true}}}}`)
+	b.at(1 * ms).stderr("agent: starting up")
+	b.at(3 * ms).out(`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":false}}}`)
+	b.at(1 * ms).in(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}`)
+	b.at(5 * ms).out(`{"jsonrpc":"2.0","id":2,"result":{"sessionId":"sess_1"}}`)
+	b.at(10 * ms).in(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"sess_1","prompt":[{"type":"text","text":"Fix the bug"}]}}`)
+	b.at(40 * ms).out(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_1","update":{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"Looking at "}}}}`)
+	b.at(5 * ms).out(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_1","update":{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"the code."}}}}`)
+	b.at(5 * ms).out(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"I will "}}}}`)
+	b.at(5 * ms).out(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"edit main.go."}}}}`)
+	b.at(5 * ms).out(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_1","update":{"sessionUpdate":"tool_call","toolCallId":"call_1","title":"Edit main.go","kind":"edit","status":"pending"}}}`)
+	b.at(2 * ms).out(`{"jsonrpc":"2.0","id":1,"method":"session/request_permission","params":{"sessionId":"sess_1","toolCall":{"toolCallId":"call_1","title":"Edit main.go"},"options":[{"kind":"allow_once","name":"Allow","optionId":"allow"},{"kind":"reject_once","name":"Reject","optionId":"reject"}]}}`)
+	b.at(300 * ms).in(`{"jsonrpc":"2.0","id":1,"result":{"outcome":{"outcome":"selected","optionId":"allow"}}}`)
+	b.at(20 * ms).out(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_1","update":{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"completed"}}}`)
+	b.at(5 * ms).out(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Done [really]."}}}}`)
+	b.at(3 * ms).out(`{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}`)
+	b.at(1 * ms).out(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_1","update":{"sessionUpdate":"bogus_update"}}}`)
 	b.violation(b.recs[len(b.recs)-1].N, "acp.unknown-enum", "sessionUpdate \"bogus_update\" is not one of the known updates")
-	b.at(10*ms).in(`{"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId":"sess_1","prompt":[{"type":"text","text":"And the tests?"}]}}`)
-	b.at(1*ms).stderr("agent: warning: slow disk")
+	b.at(10 * ms).in(`{"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId":"sess_1","prompt":[{"type":"text","text":"And the tests?"}]}}`)
+	b.at(1 * ms).stderr("agent: warning: slow disk")
 	b.at(50*ms).event(cassette.EventStdinEOF, nil)
 	b.at(2*ms).event(cassette.EventExit, func(r *cassette.Record) { r.Exit = &zero })
 	b.end()
@@ -114,7 +114,7 @@ func trafficRecords(t testing.TB, name string) []cassette.Record {
 		sc := bufio.NewScanner(bytes.NewReader(b))
 		sc.Buffer(nil, 64<<20)
 		for sc.Scan() {
-			r := cassette.Record{K: cassette.KindFrame, D: d, JSON: json.RawMessage(bytes.Clone(sc.Bytes()))}
+			r := cassette.Record{K: cassette.KindFrame, D: d, JSON: json.RawMessage(bytes.Clone(sc.Bytes())), EOL: "\n"}
 			if !json.Valid(r.JSON) {
 				r.JSON, r.Text, r.HasText = nil, sc.Text(), true
 			}

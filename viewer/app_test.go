@@ -1,0 +1,320 @@
+package viewer
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gdamore/tcell/v2"
+	"github.com/rpctap/rpctap/cassette"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/golden/*.txt from the current screens")
+
+type harness struct {
+	t   *testing.T
+	app *App
+	scr tcell.SimulationScreen
+}
+
+func newHarness(t *testing.T, src Source, opts Options) *harness {
+	t.Helper()
+	scr := tcell.NewSimulationScreen("UTF-8")
+	opts.Screen = scr
+	if opts.Name == "" {
+		opts.Name = "test.cassette"
+	}
+	a := New(NewStore(src), opts)
+	scr.SetSize(120, 32)
+	h := &harness{t: t, app: a, scr: scr}
+	t.Cleanup(a.Close)
+	h.settle()
+	a.Draw()
+	return h
+}
+
+func (h *harness) settle() {
+	h.t.Helper()
+	if err := h.app.Settle(10 * time.Second); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// keys types runes; names in angle brackets are special keys.
+func (h *harness) keys(s string) *harness {
+	h.t.Helper()
+	special := map[string]tcell.Key{"<enter>": tcell.KeyEnter, "<esc>": tcell.KeyEscape, "<tab>": tcell.KeyTab,
+		"<bs>": tcell.KeyBackspace2, "<down>": tcell.KeyDown, "<up>": tcell.KeyUp, "<pgdn>": tcell.KeyPgDn,
+		"<home>": tcell.KeyHome, "<end>": tcell.KeyEnd, "<c-d>": tcell.KeyCtrlD, "<c-u>": tcell.KeyCtrlU}
+	for s != "" {
+		if s[0] == '<' {
+			if i := strings.IndexByte(s, '>'); i > 0 {
+				if k, ok := special[s[:i+1]]; ok {
+					h.app.Key(tcell.NewEventKey(k, 0, tcell.ModNone))
+					s = s[i+1:]
+					h.settle()
+					h.app.Draw()
+					continue
+				}
+			}
+		}
+		r := []rune(s)[0]
+		h.app.Key(tcell.NewEventKey(tcell.KeyRune, r, tcell.ModNone))
+		s = s[len(string(r)):]
+		h.settle()
+		h.app.Draw()
+	}
+	return h
+}
+
+// screen draws and returns the screen as text, trailing blanks trimmed;
+// the line of the selected row is marked with "▶" in a margin column.
+func (h *harness) screen() string {
+	h.app.Draw()
+	cells, w, ht := h.scr.GetContents()
+	var b strings.Builder
+	for y := range ht {
+		var line strings.Builder
+		mark := " "
+		for x := 0; x < w; x++ {
+			c := cells[y*w+x]
+			if _, bg, _ := c.Style.Decompose(); bg == selectedBG {
+				mark = "▶"
+			}
+			if len(c.Runes) == 0 {
+				line.WriteByte(' ')
+				continue
+			}
+			line.WriteString(string(c.Runes))
+		}
+		b.WriteString(strings.TrimRight(mark+line.String(), " "))
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func (h *harness) golden(name string) string {
+	h.t.Helper()
+	got := h.screen()
+	path := filepath.Join("testdata", "golden", name+".txt")
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			h.t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			h.t.Fatal(err)
+		}
+		return got
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		h.t.Fatalf("%v (run go test ./viewer -run %s -update to create it)", err, h.t.Name())
+	}
+	if got != string(want) {
+		h.t.Errorf("screen differs from %s (go test -update rewrites it)\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+	return got
+}
+
+func (h *harness) selected() int { return h.app.SelectedRecord() }
+
+func recordWith(t *testing.T, recs []cassette.Record, pred func(r cassette.Record) bool) int {
+	t.Helper()
+	for _, r := range recs {
+		if pred(r) {
+			return int(r.N)
+		}
+	}
+	t.Fatal("no such record")
+	return -1
+}
+
+func TestListScreen(t *testing.T) {
+	h := newHarness(t, NewMemSource(acpSession()...), Options{})
+	scr := h.golden("list")
+	for _, want := range []string{"session/prompt", "→", "←", "✗", "390ms", "agent: starting up"} {
+		if !strings.Contains(scr, want) {
+			t.Errorf("list screen lacks %q", want)
+		}
+	}
+	if h.selected() != 0 {
+		t.Errorf("first row selected is #%d, want the header #0", h.selected())
+	}
+}
+
+func TestMovementKeys(t *testing.T) {
+	recs := acpSession()
+	h := newHarness(t, NewMemSource(recs...), Options{})
+	h.keys("jj")
+	if h.selected() != 2 {
+		t.Errorf("after jj: #%d, want #2", h.selected())
+	}
+	h.keys("k")
+	if h.selected() != 1 {
+		t.Errorf("after k: #%d, want #1", h.selected())
+	}
+	h.keys("G")
+	if h.selected() != len(recs)-1 {
+		t.Errorf("after G: #%d, want the last #%d", h.selected(), len(recs)-1)
+	}
+	h.keys("g")
+	if h.selected() != 0 {
+		t.Errorf("after g: #%d, want #0", h.selected())
+	}
+	h.keys("<pgdn>")
+	if h.selected() <= 10 {
+		t.Errorf("after PgDn: #%d, want past a screenful", h.selected())
+	}
+}
+
+func TestDetailAndPairJump(t *testing.T) {
+	recs := acpSession()
+	prompt := recordWith(t, recs, func(r cassette.Record) bool { return r.Method == "session/prompt" })
+	resp := recordWith(t, recs, func(r cassette.Record) bool { return r.Kind == "response" && string(r.ID) == "3" })
+	h := newHarness(t, NewMemSource(recs...), Options{})
+	h.keys("/m:session/prompt<enter>")
+	if h.selected() != prompt {
+		t.Fatalf("search for m:session/prompt selected #%d, want #%d", h.selected(), prompt)
+	}
+	h.keys("<enter>")
+	scr := h.golden("detail")
+	if !strings.Contains(scr, `"Fix the bug"`) || !strings.Contains(scr, fmt2("response: #%d", resp)) {
+		t.Errorf("detail pane lacks the prompt text or the pair line")
+	}
+	h.keys("p")
+	if h.selected() != resp {
+		t.Fatalf("p went to #%d, want the response #%d", h.selected(), resp)
+	}
+	if scr := h.screen(); !strings.Contains(scr, "end_turn") || !strings.Contains(scr, "latency 390ms") {
+		t.Errorf("detail after p does not show the response:\n%s", scr)
+	}
+	h.keys("p")
+	if h.selected() != prompt {
+		t.Errorf("p from the response went to #%d, want #%d", h.selected(), prompt)
+	}
+	h.keys("p<bs>")
+	if h.selected() != prompt {
+		t.Errorf("backspace after p went to #%d, want back to #%d", h.selected(), prompt)
+	}
+	// The permission response pairs with the agent's request id 1, not
+	// with the client's initialize id 1.
+	permReq := recordWith(t, recs, func(r cassette.Record) bool { return r.Method == "session/request_permission" })
+	permResp := recordWith(t, recs, func(r cassette.Record) bool {
+		return r.Kind == "response" && r.D == cassette.DirIn && string(r.ID) == "1"
+	})
+	h.keys("/m:request_permission<enter>p")
+	if h.selected() != permResp {
+		t.Errorf("p from #%d went to #%d, want #%d", permReq, h.selected(), permResp)
+	}
+	// y copies the frame through the screen's clipboard (OSC 52).
+	h.keys("y")
+	if got := string(h.scr.GetClipboardData()); got != string(recs[permResp].JSON) {
+		t.Errorf("clipboard = %q, want the frame", got)
+	}
+}
+
+func fmt2(format string, a ...any) string { return strings.TrimSpace(sprintf(format, a...)) }
+
+func TestFilterScreen(t *testing.T) {
+	recs := acpSession()
+	h := newHarness(t, NewMemSource(recs...), Options{})
+	h.keys("fm:session/update -chunks<enter>")
+	scr := h.golden("filter")
+	if got := h.app.view.Len(h.app.store); got != 3 {
+		t.Errorf("m:session/update -chunks: %d rows, want 3 (tool_call, tool_call_update, bogus_update)", got)
+	}
+	if !strings.Contains(scr, "filter m:session/update -chunks: 3 rows") {
+		t.Error("title bar does not show the filter")
+	}
+	// v on top: only the frame with a violation (and the violation record).
+	h.keys("f<c-u><enter>v")
+	if got := h.app.view.Len(h.app.store); got != 2 {
+		t.Errorf("violations only: %d rows, want 2", got)
+	}
+	h.keys("v")
+	if !h.app.view.All() {
+		t.Error("v did not toggle the filter off")
+	}
+	// Direction filter: every row is a frame from the parent.
+	h.keys("f<c-u>><enter>")
+	for i := range h.app.view.Len(h.app.store) {
+		r := recs[h.app.view.At(i)]
+		if r.K != cassette.KindFrame || r.D != cassette.DirIn {
+			t.Errorf("filter > shows #%d (%s %s)", r.N, r.K, r.D)
+		}
+	}
+	h.keys("f<c-u>/stopReason|outcome/<enter>")
+	if got := h.app.view.Len(h.app.store); got != 2 {
+		t.Errorf("regex filter: %d rows, want 2", got)
+	}
+}
+
+func TestSearchNextPrevious(t *testing.T) {
+	recs := acpSession()
+	h := newHarness(t, NewMemSource(recs...), Options{})
+	var chunks []int
+	for i := range recs {
+		if strings.Contains(string(recs[i].JSON), "agent_message_chunk") {
+			chunks = append(chunks, i)
+		}
+	}
+	h.keys("/agent_message_chunk<enter>")
+	if h.selected() != chunks[0] {
+		t.Fatalf("search: #%d, want #%d", h.selected(), chunks[0])
+	}
+	h.keys("n")
+	if h.selected() != chunks[1] {
+		t.Errorf("n: #%d, want #%d", h.selected(), chunks[1])
+	}
+	h.keys("nn")
+	if h.selected() != chunks[2] {
+		t.Errorf("n past the last: #%d, want to stay on #%d", h.selected(), chunks[2])
+	}
+	if !strings.Contains(h.screen(), "not found") {
+		t.Error("no 'not found' message past the last match")
+	}
+	h.keys("N")
+	if h.selected() != chunks[1] {
+		t.Errorf("N: #%d, want #%d", h.selected(), chunks[1])
+	}
+}
+
+func TestTranscriptScreen(t *testing.T) {
+	h := newHarness(t, NewMemSource(acpSession()...), Options{})
+	h.keys("t")
+	scr := h.golden("transcript")
+	for _, want := range []string{"turn 1 · session/prompt", "first chunk 40.0ms", "I will edit main.go.", "permission? Edit main.go"} {
+		if !strings.Contains(scr, want) {
+			t.Errorf("transcript lacks %q", want)
+		}
+	}
+	h.keys("t")
+	if h.app.mode != modeList {
+		t.Error("t did not go back to the list")
+	}
+}
+
+func TestStatsScreen(t *testing.T) {
+	h := newHarness(t, NewMemSource(acpSession()...), Options{})
+	h.keys("s")
+	scr := h.golden("stats")
+	if !strings.Contains(scr, "requests never answered: 1") {
+		t.Error("stats lack the unanswered request")
+	}
+}
+
+func TestHelpScreen(t *testing.T) {
+	h := newHarness(t, NewMemSource(acpSession()...), Options{})
+	h.keys("?")
+	scr := h.golden("help")
+	if !strings.Contains(scr, "jump to the paired request") {
+		t.Error("help overlay not shown")
+	}
+	h.keys("<esc>")
+	if h.app.helpOpen {
+		t.Error("Esc did not close help")
+	}
+}

@@ -1,0 +1,98 @@
+package viewer
+
+import (
+	"sync"
+
+	"github.com/gdamore/tcell/v2"
+	"github.com/rivo/tview"
+)
+
+// listContent is a virtual tview.TableContent over a Store and a View:
+// it renders only the rows tview asks for, so a cassette of millions of
+// records costs what the screen shows. Row 0 is the column header.
+type listContent struct {
+	tview.TableContentReadOnly
+	store *Store
+	view  func() *View
+	dim   func() bool
+
+	mu    sync.Mutex
+	cache map[int][]Cell // rendered rows of the current draw
+}
+
+func newListContent(s *Store, view func() *View, dim func() bool) *listContent {
+	return &listContent{store: s, view: view, dim: dim, cache: map[int][]Cell{}}
+}
+
+// invalidate forgets rendered rows (before each draw: the analysis may
+// have paired or marked some since).
+func (c *listContent) invalidate() {
+	c.mu.Lock()
+	clear(c.cache)
+	c.mu.Unlock()
+}
+
+func (c *listContent) GetRowCount() int { return 1 + c.view().Len(c.store) }
+
+func (c *listContent) GetColumnCount() int { return len(Columns) }
+
+var headerStyle = tcell.StyleDefault.Foreground(tcell.ColorYellow).Bold(true)
+
+func (c *listContent) GetCell(row, col int) *tview.TableCell {
+	if col < 0 || col >= len(Columns) {
+		return nil
+	}
+	if row == 0 {
+		cell := tview.NewTableCell(Columns[col]).SetSelectable(false).SetStyle(headerStyle)
+		if alignRight(col) {
+			cell.SetAlign(tview.AlignRight)
+		}
+		if col == 5 {
+			cell.SetExpansion(1)
+		}
+		return cell
+	}
+	cells := c.rowCells(row - 1)
+	if cells == nil {
+		return nil
+	}
+	ce := cells[col]
+	cell := tview.NewTableCell(tview.Escape(ce.Text)).SetTextColor(ce.Color)
+	if ce.Right {
+		cell.SetAlign(tview.AlignRight)
+	}
+	if col == 5 {
+		cell.SetMaxWidth(60).SetExpansion(1)
+	}
+	if col == 6 {
+		cell.SetMaxWidth(16)
+	}
+	return cell
+}
+
+func alignRight(col int) bool { return col <= 2 || col == 7 || col == 8 }
+
+func (c *listContent) rowCells(i int) []Cell {
+	c.mu.Lock()
+	cells, ok := c.cache[i]
+	c.mu.Unlock()
+	if ok {
+		return cells
+	}
+	pos := c.view().At(i)
+	if pos < 0 {
+		return nil
+	}
+	row, ok := c.store.Row(pos)
+	if !ok {
+		return nil
+	}
+	cells = RowCells(&row, c.dim())
+	c.mu.Lock()
+	if len(c.cache) > 1024 {
+		clear(c.cache)
+	}
+	c.cache[i] = cells
+	c.mu.Unlock()
+	return cells
+}
