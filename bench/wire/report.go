@@ -360,17 +360,16 @@ func writeDoc(path, md string) error {
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	block := beginMarker + "\n\n" + md + endMarker + "\n"
+	block := beginMarker + "\n\n" + md + endMarker
 	s := string(old)
 	i, j := strings.Index(s, beginMarker), strings.Index(s, endMarker)
 	switch {
 	case i >= 0 && j > i:
 		s = s[:i] + block + s[j+len(endMarker):]
-		s = strings.Replace(s, endMarker+"\n\n", endMarker+"\n\n", 1)
 	case len(s) > 0:
-		s = strings.TrimRight(s, "\n") + "\n\n## Latest results\n\n" + block
+		s = strings.TrimRight(s, "\n") + "\n\n## Latest results\n\n" + block + "\n"
 	default:
-		s = "# Performance\n\n## Latest results\n\n" + block
+		s = "# Performance\n\n## Latest results\n\n" + block + "\n"
 	}
 	return os.WriteFile(path, []byte(s), 0o644)
 }
