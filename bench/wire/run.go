@@ -309,6 +309,10 @@ func (r *runner) session(s setup, w string, p params, rep int, stall time.Durati
 	}
 	c := &parentConn{in: &lineWriter{w: l.w}, out: newLineReader(l.r), l: l}
 	c.in.capture, c.out.capture = capture, capture
+	// A hung set-up must not hang the benchmark: killing its processes ends
+	// the parent's blocked read or write with an error.
+	watchdog := time.AfterFunc(sessionLimit, l.killProcs)
+	defer watchdog.Stop()
 	var res *result
 	switch w {
 	case "ping":
@@ -344,6 +348,9 @@ func (r *runner) session(s setup, w string, p params, rep int, stall time.Durati
 	}
 	return m, nil
 }
+
+// sessionLimit bounds one session (the 1 GiB rss session included).
+const sessionLimit = 5 * time.Minute
 
 func us(ns int64) float64   { return float64(ns) / 1e3 }
 func mib(kib int64) float64 { return float64(kib) / 1024 }

@@ -313,6 +313,15 @@ func (l *launched) finish(timeout time.Duration) (cpuNs int64, err error) {
 	return cpuNs, err
 }
 
+// killProcs kills every process of the set-up (the watchdog).
+func (l *launched) killProcs() {
+	for _, c := range l.procs {
+		if c.Process != nil {
+			c.Process.Kill()
+		}
+	}
+}
+
 // kill ends a set-up after an error.
 func (l *launched) kill() {
 	select {
