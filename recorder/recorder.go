@@ -1,0 +1,563 @@
+package recorder
+
+import (
+	"container/heap"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/protocol"
+	"github.com/rpctap/rpctap/tap"
+)
+
+// Tuning. The numbers bound memory and reordering; none of them is a timer.
+const (
+	// batchBytes: a batch is flushed when the queue goes idle or when this
+	// many payload bytes were written since the last flush.
+	batchBytes = 64 << 10
+	// queueLen: chunks waiting for the writer goroutine. With the tap's
+	// 64 KiB reads this bounds queued data to about 16 MiB.
+	queueLen = 256
+	// maxHoldChunks and maxHoldBytes bound the reorder hold: chunks that
+	// arrived before a chunk with a smaller Seq. Past either bound the hold
+	// gives up waiting for the missing Seq and writes what it holds in Seq
+	// order; the late chunk, when it comes, is written where it arrives
+	// (its T still tells when it was read).
+	maxHoldChunks = 4096
+	maxHoldBytes  = 8 << 20
+	// maxValidateBytes: frames queued for the validator goroutine. Past it
+	// the recorder stops validating (and says so in the cassette) rather
+	// than slow the recording down.
+	maxValidateBytes = 32 << 20
+	// maxPending: remembered request ids per connection and direction, used
+	// to give responses their request's method.
+	maxPending = 4096
+	// poolBuf: chunk copies up to this size come from a pool.
+	poolBuf = 64 << 10
+)
+
+// Options configure a Recorder. Use the With* functions.
+type Options struct {
+	// Protocol forces the protocol by name ("acp", "mcp", ...); "" detects it
+	// from the first frames.
+	Protocol string
+	// HeaderProtocol is true when the cassette header already names
+	// Protocol, so no meta record is needed for it.
+	HeaderProtocol bool
+	// NoValidate turns validation off (frames are still classified).
+	NoValidate bool
+	// Redact configures secret redaction (on by default).
+	Redact RedactOptions
+	// Lossy makes Observe drop a chunk, recording a gap, instead of blocking
+	// when the recorder is behind.
+	Lossy bool
+	// Warn receives the recorder's warnings, one line each, without a
+	// trailing newline. Each kind of trouble is reported at most once. The
+	// default prints "rpctap: warning: MSG" on stderr.
+	Warn func(msg string)
+	// MaxLine overrides MaxLine (tests).
+	MaxLine int
+
+	// validatorHook, in tests, replaces the protocol Session's Frame.
+	validatorHook func(conn int, n uint64, dir protocol.Dir, frame []byte) []protocol.Violation
+}
+
+// RedactOptions configure redaction.
+type RedactOptions struct {
+	Off  bool     // record secrets as they are
+	Keys []string // extra JSON keys whose values are secrets
+}
+
+// Option changes Options.
+type Option func(*Options)
+
+// WithProtocol forces the protocol; headerHasIt says whether the cassette
+// header already names it (then no meta record is written).
+func WithProtocol(name string, headerHasIt bool) Option {
+	return func(o *Options) { o.Protocol, o.HeaderProtocol = name, headerHasIt }
+}
+
+// WithoutValidation keeps classification but skips validation.
+func WithoutValidation() Option { return func(o *Options) { o.NoValidate = true } }
+
+// WithRedact sets the redaction options.
+func WithRedact(r RedactOptions) Option { return func(o *Options) { o.Redact = r } }
+
+// WithLossy prefers forwarding over recording: see Options.Lossy.
+func WithLossy() Option { return func(o *Options) { o.Lossy = true } }
+
+// WithWarn sets where warnings go.
+func WithWarn(f func(string)) Option { return func(o *Options) { o.Warn = f } }
+
+// WithMaxLine overrides MaxLine (tests and benchmarks).
+func WithMaxLine(n int) Option { return func(o *Options) { o.MaxLine = n } }
+
+// WithOptions replaces all options at once.
+func WithOptions(opts Options) Option { return func(o *Options) { *o = opts } }
+
+// Recorder records what a tap forwarded into a cassette. It implements
+// tap.Observer. Create it with New; it starts its goroutines at once (see the
+// package documentation for them and for every way they can block).
+type Recorder struct {
+	w    Writer
+	opts Options
+
+	in      chan item             // Observe/Event -> writer goroutine
+	results chan validationResult // validator goroutine -> writer goroutine
+	valQ    chan valJob           // writer goroutine -> validator goroutine
+	kick    chan struct{}         // lossy drops waiting in gaps
+	done    chan struct{}         // closed when the writer goroutine returned
+	maxSeq  atomic.Uint64         // highest Seq handed to Observe
+	failed  atomic.Bool           // the cassette Writer failed: drop everything
+	valPend atomic.Int64          // bytes queued for the validator
+	closing sync.Once             //
+	closeEr error                 // Close's result, set by the writer goroutine
+	warned  sync.Map              // trouble kind -> struct{}: warn once each
+	gapMu   sync.Mutex            //
+	gaps    []item                // lossy drops not yet queued
+	pool    sync.Pool             // *[]byte of cap poolBuf
+
+	// Owned by the writer goroutine.
+	next       uint64 // next Seq to write
+	hold       holdHeap
+	holdBytes  int
+	events     []item // events waiting for the chunks observed before them
+	conns      map[int]*connState
+	batch      int // payload bytes since the last flush
+	rec        cassette.Record
+	det        detector
+	detFrames  []valJob // frames seen before the protocol was known (for the validator)
+	proto      protocol.Protocol
+	protoName  string
+	classifyOK bool // false after Classify panicked
+	validating bool // the validator goroutine is being fed
+	valStopped bool
+	redactor   redactor
+	lastT      int64 // T of the latest chunk written
+	stats      Stats
+}
+
+// Stats are counts for tests and benchmarks.
+type Stats struct {
+	Records    uint64 // records written (not counting the header)
+	Frames     uint64 // frame records
+	Violations uint64 // violation records
+	Gaps       uint64 // gap events (lossy drops)
+	Late       uint64 // chunks written out of Seq order because the hold overflowed
+	Flushes    uint64 // batches
+}
+
+type itemKind uint8
+
+const (
+	itemChunk itemKind = iota
+	itemEvent
+	itemGap // a chunk dropped in lossy mode: stands in for its Seq
+	itemClose
+)
+
+type item struct {
+	kind   itemKind
+	conn   int
+	stream tap.Stream
+	seq    uint64
+	t      int64
+	data   []byte
+	buf    *[]byte // pooled backing of data, returned after use
+	ev     tap.Event
+	after  uint64 // events: the highest Seq observed before the event
+	bytes  int64  // gaps
+}
+
+type connState struct {
+	split   [3]splitter
+	lastT   [3]int64             // T of each stream's latest chunk
+	pending [2]map[string]string // per direction: request id -> method, awaiting a response from the other side
+}
+
+type valJob struct {
+	conn  int
+	n     uint64
+	dir   protocol.Dir
+	frame []byte
+}
+
+type validationResult struct {
+	v     []protocol.Violation
+	panic string // the validator panicked with this
+	done  bool   // the validator goroutine is finished
+}
+
+// New starts a Recorder writing to w, which has already written the cassette
+// header. The Recorder owns w from now on and closes it in Close.
+func New(w Writer, opts ...Option) *Recorder {
+	r := &Recorder{
+		w:          w,
+		in:         make(chan item, queueLen),
+		results:    make(chan validationResult, 16),
+		valQ:       make(chan valJob, 4096),
+		kick:       make(chan struct{}, 1),
+		done:       make(chan struct{}),
+		next:       1,
+		conns:      map[int]*connState{},
+		classifyOK: true,
+	}
+	for _, o := range opts {
+		o(&r.opts)
+	}
+	if r.opts.MaxLine <= 0 {
+		r.opts.MaxLine = MaxLine
+	}
+	if r.opts.Warn == nil {
+		r.opts.Warn = func(msg string) { fmt.Fprintf(os.Stderr, "rpctap: warning: %s\n", msg) }
+	}
+	r.pool.New = func() any { b := make([]byte, poolBuf); return &b }
+	r.redactor = newRedactor(r.opts.Redact)
+	if r.opts.Protocol != "" {
+		p, err := lookupProtocol(r.opts.Protocol)
+		if err != nil {
+			r.warn("protocol", fmt.Sprintf("%v; frames are recorded unclassified", err))
+		} else {
+			r.setProtocol(p)
+		}
+	} else {
+		r.det = newDetector()
+	}
+	go r.validate()
+	go r.run()
+	return r
+}
+
+// Observe queues a copy of c for recording. It blocks while the queue is full
+// (lossless), or drops the chunk and records a gap (lossy). It never fails.
+// Seq numbers must start at 1 and leave no holes: the recorder writes chunks
+// in Seq order and holds a chunk until every smaller Seq has arrived (see
+// maxHoldChunks for the bound).
+func (r *Recorder) Observe(c tap.Chunk) {
+	if r.failed.Load() {
+		return
+	}
+	for {
+		m := r.maxSeq.Load()
+		if c.Seq <= m || r.maxSeq.CompareAndSwap(m, c.Seq) {
+			break
+		}
+	}
+	it := item{kind: itemChunk, conn: c.Conn, stream: c.Stream, seq: c.Seq, t: c.T}
+	if len(c.Data) <= poolBuf {
+		it.buf = r.pool.Get().(*[]byte)
+		it.data = (*it.buf)[:copy(*it.buf, c.Data)]
+	} else {
+		it.data = append([]byte(nil), c.Data...)
+	}
+	r.enqueue(it)
+}
+
+// observeOwned is Observe for a chunk whose data the caller hands over
+// (the sink reads straight into pooled buffers).
+func (r *Recorder) observeOwned(it item) {
+	if r.failed.Load() {
+		r.release(&it)
+		return
+	}
+	for {
+		m := r.maxSeq.Load()
+		if it.seq <= m || r.maxSeq.CompareAndSwap(m, it.seq) {
+			break
+		}
+	}
+	r.enqueue(it)
+}
+
+func (r *Recorder) enqueue(it item) {
+	if r.opts.Lossy && it.kind == itemChunk {
+		select {
+		case r.in <- it:
+		case <-r.done:
+			r.release(&it)
+		default:
+			r.dropChunk(it)
+		}
+		return
+	}
+	select {
+	case r.in <- it:
+	case <-r.done:
+		r.release(&it)
+	}
+}
+
+// dropChunk records that a chunk was forwarded but not recorded (lossy).
+func (r *Recorder) dropChunk(it item) {
+	g := item{kind: itemGap, conn: it.conn, stream: it.stream, seq: it.seq, t: it.t, bytes: int64(len(it.data))}
+	r.release(&it)
+	r.gapMu.Lock()
+	r.gaps = append(r.gaps, g)
+	r.gapMu.Unlock()
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Event queues a process or connection event. It is written after every
+// chunk that was handed to Observe before it.
+func (r *Recorder) Event(e tap.Event) {
+	if r.failed.Load() {
+		return
+	}
+	r.enqueueEvent(e, r.maxSeq.Load())
+}
+
+func (r *Recorder) enqueueEvent(e tap.Event, after uint64) {
+	select {
+	case r.in <- item{kind: itemEvent, ev: e, after: after, t: e.T, conn: e.Conn}:
+	case <-r.done:
+	}
+}
+
+// Close writes what is held, the last incomplete lines, the session-end
+// violations and the end record, and closes the cassette Writer. It returns
+// the Writer's error, if any (after a failure was already warned about, it
+// returns nil: the session is not to be failed for it).
+func (r *Recorder) Close() error {
+	r.closing.Do(func() {
+		select {
+		case r.in <- item{kind: itemClose}:
+		case <-r.done:
+		}
+		<-r.done
+	})
+	return r.closeEr
+}
+
+// Stats returns the recorder's counts; call it after Close.
+func (r *Recorder) Stats() Stats {
+	<-r.done
+	return r.stats
+}
+
+// Failed reports whether recording stopped because the cassette failed.
+func (r *Recorder) Failed() bool { return r.failed.Load() }
+
+func (r *Recorder) release(it *item) {
+	if it.buf != nil {
+		r.pool.Put(it.buf)
+		it.buf, it.data = nil, nil
+	}
+}
+
+// warn reports a trouble once per kind.
+func (r *Recorder) warn(kind, msg string) {
+	if _, dup := r.warned.LoadOrStore(kind, struct{}{}); !dup {
+		r.opts.Warn(msg)
+	}
+}
+
+// run is the writer goroutine.
+func (r *Recorder) run() {
+	defer close(r.done)
+	for {
+		select {
+		case it := <-r.in:
+			if r.take(it) {
+				return
+			}
+		case res := <-r.results:
+			r.takeResult(res)
+		case <-r.kick:
+		}
+		// Drain what is already queued without blocking, then flush: the
+		// batch ends when the queue goes idle.
+	drain:
+		for {
+			r.takeGaps()
+			select {
+			case it := <-r.in:
+				if r.take(it) {
+					return
+				}
+			case res := <-r.results:
+				r.takeResult(res)
+			default:
+				break drain
+			}
+			if r.batch >= batchBytes {
+				r.flush()
+			}
+		}
+		r.flush()
+	}
+}
+
+// take handles one queued item; it returns true after Close finished.
+func (r *Recorder) take(it item) bool {
+	switch it.kind {
+	case itemClose:
+		r.finish()
+		return true
+	case itemEvent:
+		if r.failed.Load() {
+			return false
+		}
+		r.events = append(r.events, it)
+		r.releaseHeld()
+	default: // chunk or gap
+		if r.failed.Load() {
+			r.release(&it)
+			return false
+		}
+		if it.seq < r.next {
+			// Late: the hold gave up on it already.
+			r.stats.Late++
+			r.write(&it)
+			return false
+		}
+		heap.Push(&r.hold, it)
+		r.holdBytes += len(it.data)
+		r.releaseHeld()
+	}
+	return false
+}
+
+func (r *Recorder) takeGaps() {
+	r.gapMu.Lock()
+	g := r.gaps
+	r.gaps = nil
+	r.gapMu.Unlock()
+	for _, it := range g {
+		r.take(it)
+	}
+}
+
+// releaseHeld writes held chunks and events as far as Seq order allows.
+func (r *Recorder) releaseHeld() {
+	for {
+		if r.releaseEvents(false) {
+			continue
+		}
+		if len(r.hold) == 0 {
+			return
+		}
+		top := r.hold[0]
+		switch {
+		case top.seq <= r.next:
+		case len(r.hold) > maxHoldChunks || r.holdBytes > maxHoldBytes:
+			r.next = top.seq // give up waiting for the missing Seq
+		default:
+			return
+		}
+		it := heap.Pop(&r.hold).(item)
+		r.holdBytes -= len(it.data)
+		if it.seq == r.next {
+			r.next++
+		}
+		r.write(&it)
+	}
+}
+
+// releaseEvents writes the first waiting event if every chunk observed before
+// it was written (or all, when force). It reports whether it wrote one.
+func (r *Recorder) releaseEvents(force bool) bool {
+	if len(r.events) == 0 {
+		return false
+	}
+	e := r.events[0]
+	if !force && e.after >= r.next {
+		return false
+	}
+	r.events = r.events[1:]
+	r.write(&e)
+	return true
+}
+
+// finish runs in the writer goroutine when Close is called.
+func (r *Recorder) finish() {
+	r.takeGaps()
+	for len(r.hold) > 0 {
+		it := heap.Pop(&r.hold).(item)
+		r.holdBytes -= len(it.data)
+		for r.releaseEvents(false) {
+		}
+		if it.seq >= r.next {
+			r.next = it.seq + 1
+		}
+		r.write(&it)
+	}
+	for r.releaseEvents(true) {
+	}
+	for conn, cs := range r.conns {
+		r.endStreams(conn, cs)
+	}
+	if r.det != nil && r.proto == nil && r.stats.Frames > 0 {
+		if r.detected(r.det.result(), r.lastT) {
+			for _, j := range r.detFrames {
+				r.queueValidation(j)
+			}
+		}
+		r.detFrames = nil
+	}
+	// Let the validator finish: it sends the session-end violations and then
+	// done. The writer keeps reading results meanwhile, so the validator
+	// never blocks for good.
+	close(r.valQ)
+	for res := range r.results {
+		r.takeResult(res)
+		if res.done {
+			break
+		}
+	}
+	if r.failed.Load() {
+		return
+	}
+	if err := r.w.Close(); err != nil {
+		r.fail(err)
+		return
+	}
+}
+
+// endStreams writes the incomplete last lines of a connection's streams.
+func (r *Recorder) endStreams(conn int, cs *connState) {
+	for s := range cs.split {
+		stream := tap.Stream(s)
+		cs.split[s].end(func(p []byte, eol string, part bool) {
+			r.line(conn, stream, cs.lastT[stream], p, eol, part)
+		})
+	}
+}
+
+// write turns one released item into records.
+func (r *Recorder) write(it *item) {
+	defer r.release(it)
+	if r.failed.Load() {
+		return
+	}
+	switch it.kind {
+	case itemChunk:
+		cs := r.conn(it.conn)
+		r.lastT = it.t
+		cs.lastT[it.stream%3] = it.t
+		t, conn, stream := it.t, it.conn, it.stream
+		cs.split[stream%3].feed(it.data, func(p []byte, eol string, part bool) {
+			r.line(conn, stream, t, p, eol, part)
+		})
+	case itemGap:
+		cs := r.conn(it.conn)
+		// The pending start of a line continues in bytes that were lost.
+		t, conn, stream := it.t, it.conn, it.stream
+		if sp := &cs.split[stream%3]; sp.pending() > 0 {
+			r.line(conn, stream, t, sp.buf, "", true)
+			sp.buf = sp.buf[:0]
+		}
+		r.stats.Gaps++
+		r.newRecord(t, cassette.KindEvent, conn)
+		r.rec.Ev = cassette.EventGap
+		r.rec.D = dirOf(stream)
+		r.rec.Bytes = it.bytes
+		r.put()
+	case itemEvent:
+		r.event(it)
+	}
+}

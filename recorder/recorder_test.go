@@ -1,0 +1,392 @@
+package recorder
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/protocol"
+	"github.com/rpctap/rpctap/tap"
+)
+
+func newTestRecorder(t testing.TB, w Writer, opts ...Option) (*Recorder, *warnings) {
+	ws := &warnings{}
+	opts = append([]Option{WithWarn(ws.add)}, opts...)
+	return New(w, opts...), ws
+}
+
+func TestRecorderExactStreams(t *testing.T) {
+	mix := traffic(t)
+	w := &memWriter{}
+	r, ws := newTestRecorder(t, w)
+	ft := &fakeTap{}
+	rng := rand.New(rand.NewSource(2))
+	in := mix["acp-go.in"]
+	out := append(append([]byte(nil), mix["acp-go.out"]...), "\xff\xfe junk\r\nno newline at the end"...)
+	errb := []byte("warn: starting\nsecond line without end")
+	feed := func(s tap.Stream, data []byte) {
+		for len(data) > 0 {
+			n := 1 + rng.Intn(300)
+			n = min(n, len(data))
+			r.Observe(ft.chunk(s, data[:n]))
+			data = data[n:]
+		}
+	}
+	feed(tap.Stdin, in)
+	feed(tap.Stdout, out)
+	feed(tap.Stderr, errb)
+	zero := 0
+	r.Event(tap.Event{T: ft.t + 1, Kind: cassette.EventExit, Exit: &zero})
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	recs := w.records()
+	if got := streamOf(recs, 0, cassette.DirIn); !bytes.Equal(got, in) {
+		t.Errorf("in: got %q\nwant %q", got, in)
+	}
+	if got := streamOf(recs, 0, cassette.DirOut); !bytes.Equal(got, out) {
+		t.Errorf("out: got %q\nwant %q", got, out)
+	}
+	if got := streamOf(recs, 0, cassette.DirErr); !bytes.Equal(got, errb) {
+		t.Errorf("err: got %q\nwant %q", got, errb)
+	}
+	// After the exit event come only the lines that never got their
+	// newline (they end when the streams do, at Close) and the session-end
+	// violations.
+	last := len(recs) - 1
+	for last > 0 && (recs[last].K == cassette.KindViolation || recs[last].EOL == "" && recs[last].HasPayload()) {
+		last--
+	}
+	if recs[last].K != cassette.KindEvent || recs[last].Ev != cassette.EventExit {
+		t.Errorf("last record before the unfinished lines and the session-end violations is %+v, want the exit event", recs[last])
+	}
+	if !w.closed {
+		t.Error("the Writer was not closed")
+	}
+	if len(ws.list()) != 0 {
+		t.Errorf("warnings: %q", ws.list())
+	}
+	for i, rec := range recs {
+		if rec.N != uint64(i+1) {
+			t.Fatalf("record %d has N %d", i, rec.N)
+		}
+	}
+}
+
+// TestRecorderOrderingConcurrentPumps plays a parent and a child through
+// two concurrent pumps that, like the tap, stamp a chunk when it is read,
+// forward it, and only then call Observe, with a random delay in between.
+// The child answers each request as soon as it was forwarded, so the reply
+// often reaches Observe before its request. The recording must still show
+// every request before its reply and every record in Seq order.
+func TestRecorderOrderingConcurrentPumps(t *testing.T) {
+	w := &memWriter{}
+	r, ws := newTestRecorder(t, w)
+	ft := &fakeTap{}
+	const n = 400
+	forwarded := make(chan int) // parent pump -> child
+	replies := make(chan int)   // child -> child's stdout pump
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() { // the parent's stdin pump
+		defer wg.Done()
+		rng := rand.New(rand.NewSource(3))
+		for i := 1; i <= n; i++ {
+			c := ft.chunk(tap.Stdin, []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`+"\n", i)))
+			forwarded <- i // the child has it now
+			if rng.Intn(3) == 0 {
+				time.Sleep(time.Duration(rng.Intn(200)) * time.Microsecond)
+			}
+			r.Observe(c)
+		}
+		close(forwarded)
+	}()
+	go func() { // the child
+		defer wg.Done()
+		for i := range forwarded {
+			replies <- i
+		}
+		close(replies)
+	}()
+	go func() { // the child's stdout pump
+		defer wg.Done()
+		for i := range replies {
+			r.Observe(ft.chunk(tap.Stdout, []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{}}`+"\n", i))))
+		}
+	}()
+	wg.Wait()
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	recs := w.records()
+	seen := map[string]bool{}
+	frames := 0
+	var lastT int64
+	for _, rec := range recs {
+		if rec.K != cassette.KindFrame {
+			continue
+		}
+		frames++
+		if rec.T < lastT {
+			t.Fatalf("record %d (T %d) after T %d: not in read order", rec.N, rec.T, lastT)
+		}
+		lastT = rec.T
+		s := string(rec.JSON)
+		id := s[strings.Index(s, `"id":`)+5:]
+		id = id[:strings.IndexByte(id, ',')]
+		if rec.D == cassette.DirIn {
+			seen[id] = true
+		} else if !seen[id] {
+			t.Fatalf("reply %s recorded before its request (record %d)", id, rec.N)
+		}
+	}
+	if frames != 2*n {
+		t.Fatalf("%d frames recorded, want %d", frames, 2*n)
+	}
+	if st := r.Stats(); st.Late != 0 {
+		t.Errorf("%d chunks were written late", st.Late)
+	}
+	if len(ws.list()) != 0 {
+		t.Errorf("warnings: %q", ws.list())
+	}
+}
+
+// A chunk that never arrives (a hole in Seq) holds later chunks only up to
+// the hold's bound; then they are written in Seq order anyway.
+func TestRecorderHoldIsBounded(t *testing.T) {
+	w := &memWriter{}
+	r, _ := newTestRecorder(t, w)
+	// Seq 1 is missing.
+	for i := 2; i <= maxHoldChunks+2; i++ {
+		r.Observe(tap.Chunk{Stream: tap.Stdout, Seq: uint64(i), T: int64(i), Data: []byte(strconv.Itoa(i) + "\n")})
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(w.records()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("held chunks were never written although the hold overflowed")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if got := string(w.records()[0].JSON); got != "2" {
+		t.Errorf("first record %q, want 2", got)
+	}
+	// The missing chunk finally comes: written late, nothing lost.
+	r.Observe(tap.Chunk{Stream: tap.Stdin, Seq: 1, T: 1, Data: []byte("1\n")})
+	r.Close()
+	recs := w.records()
+	if len(streamOf(recs, 0, cassette.DirIn)) != 2 || r.Stats().Late != 1 {
+		t.Errorf("late chunk: stats %+v", r.Stats())
+	}
+}
+
+// Records reach the Writer and are flushed as soon as the queue is idle,
+// with no further input and no timer.
+func TestRecorderFlushesWhenIdle(t *testing.T) {
+	w := &memWriter{}
+	r, _ := newTestRecorder(t, w)
+	defer r.Close()
+	ft := &fakeTap{}
+	for i := 0; i < 3; i++ {
+		r.Observe(ft.chunk(tap.Stdout, []byte(fmt.Sprintf("{\"n\":%d}\n", i))))
+		deadline := time.Now().Add(5 * time.Second)
+		for len(w.records()) != i+1 {
+			if time.Now().After(deadline) {
+				t.Fatalf("record %d not flushed while the recorder was idle (%d flushed)", i, len(w.records()))
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+}
+
+func TestRecorderEventsFollowTheirChunks(t *testing.T) {
+	w := &memWriter{}
+	r, _ := newTestRecorder(t, w)
+	ft := &fakeTap{}
+	r.Event(tap.Event{T: 0, Kind: cassette.EventStart, Argv: []string{"agent"}, PID: 7})
+	// Seq 2 is observed first; seq 1 arrives after the event: the event
+	// must wait for seq 1 and 2 (both were read before it).
+	c1 := ft.chunk(tap.Stdin, []byte("{\"a\":1}\npartial"))
+	c2 := ft.chunk(tap.Stdout, []byte("{\"b\":2}\n"))
+	r.Observe(c2)
+	r.Observe(c1)
+	r.Event(tap.Event{T: ft.t + 1, Kind: cassette.EventStdinEOF})
+	r.Event(tap.Event{T: ft.t + 2, Kind: cassette.EventSignal, Signal: "SIGTERM"})
+	r.Close()
+	var got []string
+	for _, rec := range w.records() {
+		if rec.K == cassette.KindMeta {
+			continue // the protocol guessed at the end
+		}
+		s := string(rec.K) + ":" + rec.Ev + string(rec.Payload())
+		got = append(got, s)
+	}
+	want := `event:start frame:{"a":1} frame:{"b":2} frame:partial event:stdin-eof event:signal`
+	if strings.Join(got, " ") != want {
+		t.Errorf("order:\n got %s\nwant %s", strings.Join(got, " "), want)
+	}
+}
+
+func TestRecorderWriterFailureDegradesOnce(t *testing.T) {
+	for _, failAt := range []int{1, 5} {
+		w := &memWriter{failAt: failAt, failErr: errors.New("write /x: no space left on device")}
+		r, ws := newTestRecorder(t, w)
+		ft := &fakeTap{}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := 0; i < 5000; i++ { // far more than the queue holds
+				r.Observe(ft.chunk(tap.Stdout, []byte(fmt.Sprintf("{\"i\":%d}\n", i))))
+				r.Event(tap.Event{Kind: cassette.EventSignal, Signal: "SIGUSR1"})
+			}
+		}()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatal("Observe blocked after the cassette failed")
+		}
+		if err := r.Close(); err != nil {
+			t.Errorf("Close after a warned failure returned %v", err)
+		}
+		msgs := ws.list()
+		if len(msgs) != 1 || !strings.Contains(msgs[0], "no space left") || !strings.Contains(msgs[0], "forwarding continues") {
+			t.Errorf("failAt %d: warnings %q, want exactly one about the disk", failAt, msgs)
+		}
+		if !r.Failed() {
+			t.Error("Failed() is false")
+		}
+	}
+}
+
+func TestRecorderValidatorPanicDegrades(t *testing.T) {
+	names := protocol.Names()
+	if len(names) == 0 {
+		t.Skip("no protocol registered yet")
+	}
+	w := &memWriter{}
+	calls := 0
+	r, ws := newTestRecorder(t, w, WithProtocol(names[0], true), func(o *Options) {
+		o.validatorHook = func(conn int, n uint64, dir protocol.Dir, frame []byte) []protocol.Violation {
+			calls++
+			if calls == 2 {
+				var m map[string]int
+				m["boom"] = 1 // a validator bug: nil map write
+			}
+			return []protocol.Violation{{Code: "test.seen", Severity: protocol.SevInfo, Record: n}}
+		}
+	})
+	ft := &fakeTap{}
+	for i := 0; i < 10; i++ {
+		r.Observe(ft.chunk(tap.Stdin, []byte(fmt.Sprintf("{\"i\":%d}\n", i))))
+	}
+	r.Close()
+	recs := w.records()
+	if got := streamOf(recs, 0, cassette.DirIn); strings.Count(string(got), "\n") != 10 {
+		t.Errorf("frames after the panic were lost: %q", got)
+	}
+	msgs := ws.list()
+	if len(msgs) != 1 || !strings.Contains(msgs[0], "validator") || !strings.Contains(msgs[0], "nil map") {
+		t.Errorf("warnings %q, want one about the validator", msgs)
+	}
+	var seen, warnEv int
+	for _, rec := range recs {
+		if rec.K == cassette.KindViolation && rec.Code == "test.seen" {
+			seen++
+			if rec.Ref == 0 || recs[rec.Ref-1].K != cassette.KindFrame {
+				t.Errorf("violation %+v does not point at a frame", rec)
+			}
+		}
+		if rec.K == cassette.KindEvent && rec.Ev == cassette.EventWarning {
+			warnEv++
+		}
+	}
+	if seen != 1 || warnEv != 1 {
+		t.Errorf("%d violations before the panic (want 1), %d warning events (want 1)", seen, warnEv)
+	}
+}
+
+// Lossy mode never blocks Observe; what could not be queued becomes gap
+// records and the rest is recorded exactly.
+func TestRecorderLossyRecordsGaps(t *testing.T) {
+	w := &memWriter{block: make(chan struct{})}
+	r, _ := newTestRecorder(t, w, WithLossy())
+	ft := &fakeTap{}
+	var sent int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 2000; i++ {
+			line := []byte(fmt.Sprintf("{\"i\":%d}\n", i))
+			sent += int64(len(line))
+			r.Observe(ft.chunk(tap.Stdout, line))
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("lossy Observe blocked behind a stalled writer")
+	}
+	close(w.block)
+	r.Close()
+	recs := w.records()
+	var gapBytes int64
+	for _, rec := range recs {
+		if rec.K == cassette.KindEvent && rec.Ev == cassette.EventGap {
+			gapBytes += rec.Bytes
+			if rec.D != cassette.DirOut {
+				t.Errorf("gap %+v without direction", rec)
+			}
+		}
+	}
+	got := int64(len(streamOf(recs, 0, cassette.DirOut)))
+	if gapBytes == 0 || got+gapBytes != sent {
+		t.Errorf("recorded %d + gaps %d bytes, sent %d", got, gapBytes, sent)
+	}
+}
+
+func TestRecorderDetectsProtocol(t *testing.T) {
+	mix := traffic(t)
+	if _, err := protocol.Lookup("acp"); err != nil {
+		t.Skip("acp not registered yet:", err)
+	}
+	w := &memWriter{}
+	r, _ := newTestRecorder(t, w)
+	ft := &fakeTap{}
+	in, out := bytes.SplitAfter(mix["acp-go.in"], []byte("\n")), bytes.SplitAfter(mix["acp-go.out"], []byte("\n"))
+	// Interleave: each parent line, then the child's lines up to the next.
+	for i := 0; i < len(in) || i < len(out); i++ {
+		if i < len(in) && len(in[i]) > 0 {
+			r.Observe(ft.chunk(tap.Stdin, in[i]))
+		}
+		if i < len(out) && len(out[i]) > 0 {
+			r.Observe(ft.chunk(tap.Stdout, out[i]))
+		}
+	}
+	r.Close()
+	recs := w.records()
+	var meta string
+	classified := 0
+	for _, rec := range recs {
+		if rec.K == cassette.KindMeta {
+			meta = rec.Protocol
+		}
+		if rec.K == cassette.KindFrame && rec.Kind != "" {
+			classified++
+		}
+	}
+	if meta != "acp" {
+		t.Errorf("meta protocol %q, want acp", meta)
+	}
+	if classified == 0 {
+		t.Error("no frame was classified")
+	}
+	if recs[0].K == cassette.KindFrame && recs[0].Method != "initialize" {
+		t.Errorf("first frame %+v: method not classified", recs[0])
+	}
+}

@@ -1,0 +1,418 @@
+package recorder
+
+import (
+	"bytes"
+	"container/heap"
+	"encoding/json"
+	"fmt"
+	"runtime/debug"
+	"strings"
+
+	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/protocol"
+	"github.com/rpctap/rpctap/tap"
+)
+
+func dirOf(s tap.Stream) cassette.Dir {
+	switch s {
+	case tap.Stdin:
+		return cassette.DirIn
+	case tap.Stdout:
+		return cassette.DirOut
+	}
+	return cassette.DirErr
+}
+
+func (r *Recorder) conn(c int) *connState {
+	cs := r.conns[c]
+	if cs == nil {
+		cs = &connState{}
+		for i := range cs.split {
+			cs.split[i].max = r.opts.MaxLine
+		}
+		r.conns[c] = cs
+	}
+	return cs
+}
+
+// newRecord resets the reusable record.
+func (r *Recorder) newRecord(t int64, k cassette.Kind, conn int) {
+	r.rec = cassette.Record{T: t, K: k, Conn: conn}
+}
+
+// put writes the reusable record.
+func (r *Recorder) put() {
+	if r.failed.Load() {
+		return
+	}
+	size := len(r.rec.JSON) + len(r.rec.Text) + len(r.rec.B64) + 48
+	if err := r.w.Append(&r.rec); err != nil {
+		r.fail(err)
+		return
+	}
+	r.stats.Records++
+	r.batch += size
+}
+
+// flush ends a batch.
+func (r *Recorder) flush() {
+	if r.batch == 0 || r.failed.Load() {
+		return
+	}
+	r.batch = 0
+	r.stats.Flushes++
+	if err := r.w.Flush(); err != nil {
+		r.fail(err)
+	}
+}
+
+// fail degrades to forwarding only: nothing more is written, Observe and
+// Event return at once, and the queue keeps being drained so that no pump
+// stays blocked.
+func (r *Recorder) fail(err error) {
+	if r.failed.Swap(true) {
+		return
+	}
+	r.warn("cassette", fmt.Sprintf("recording stopped, forwarding continues: %v", err))
+	_ = r.w.Close()
+	for len(r.hold) > 0 {
+		it := heap.Pop(&r.hold).(item)
+		r.release(&it)
+	}
+	r.holdBytes = 0
+	r.events = nil
+}
+
+// line writes one line (or part of a line) of a stream.
+func (r *Recorder) line(conn int, stream tap.Stream, t int64, payload []byte, eol string, part bool) {
+	if stream == tap.Stderr {
+		r.newRecord(t, cassette.KindStderr, conn)
+		r.rec.D = cassette.DirErr
+		r.rec.EOL, r.rec.Part = eol, part
+		r.rec.SetPayload(payload)
+		r.put()
+		return
+	}
+	dir := protocol.FromParent
+	if stream == tap.Stdout {
+		dir = protocol.FromChild
+	}
+	// Detection may write a meta record first; the frame's number is
+	// known once it was appended.
+	var info protocol.Info
+	validate, keep := false, false
+	if !part {
+		info, validate, keep = r.judge(conn, t, dir, payload)
+	}
+	r.newRecord(t, cassette.KindFrame, conn)
+	r.rec.D = dirOf(stream)
+	r.rec.EOL, r.rec.Part = eol, part
+	r.rec.Kind, r.rec.Method = string(info.Kind), info.Method
+	if info.ID != "" {
+		r.rec.ID = json.RawMessage(info.ID)
+	}
+	if out, changed := r.redact(payload); changed {
+		r.rec.SetPayload(out)
+		r.rec.Redacted = true
+	} else {
+		r.rec.SetPayload(payload)
+	}
+	r.stats.Frames++
+	r.put()
+	if r.failed.Load() {
+		return
+	}
+	switch {
+	case validate:
+		r.queueValidation(valJob{conn: conn, n: r.rec.N, dir: dir, frame: bytes.Clone(payload)})
+	case keep:
+		r.detFrames = append(r.detFrames, valJob{conn: conn, n: r.rec.N, dir: dir, frame: bytes.Clone(payload)})
+	}
+}
+
+// judge classifies a frame and says whether to validate it (validate) or to
+// keep it for validation once the protocol is decided (keep). Before the
+// protocol is known it feeds the detector; once the detector decides, a meta
+// record is written before the frame and the frames kept so far go to the
+// validator, in order, ahead of this one.
+func (r *Recorder) judge(conn int, t int64, dir protocol.Dir, frame []byte) (info protocol.Info, validate, keep bool) {
+	if r.proto == nil && r.det != nil {
+		name, done := r.safeDetect(dir, frame)
+		if !done {
+			keep = r.det != nil && len(r.detFrames) < protocol.DetectFrames
+			// Classify by the best guess so far; the frame is validated
+			// once the protocol is decided.
+			if p, err := lookupProtocol(name); err == nil && name != "" {
+				return r.classifyBy(p, conn, dir, frame), false, keep
+			}
+			return protocol.Info{}, false, keep
+		}
+		if !r.detected(name, t) {
+			return protocol.Info{}, false, false
+		}
+		for _, j := range r.detFrames {
+			r.queueValidation(j)
+		}
+		r.detFrames = nil
+		return r.classify(conn, dir, frame), r.validating, false
+	}
+	if r.proto == nil {
+		return protocol.Info{}, false, false
+	}
+	return r.classify(conn, dir, frame), r.validating, false
+}
+
+func (r *Recorder) safeDetect(dir protocol.Dir, frame []byte) (name string, done bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.warn("detect", fmt.Sprintf("protocol detection failed (%v); frames are recorded unclassified", p))
+			r.det = nil
+			name, done = "", false
+		}
+	}()
+	return r.det.add(dir, frame)
+}
+
+// detected sets the protocol found by detection and writes a meta record
+// for it.
+func (r *Recorder) detected(name string, t int64) bool {
+	p, err := lookupProtocol(name)
+	r.det = nil
+	if err != nil {
+		r.warn("protocol", fmt.Sprintf("detected protocol %q: %v", name, err))
+		return false
+	}
+	r.setProtocol(p)
+	r.newRecord(t, cassette.KindMeta, 0)
+	r.rec.Protocol = name
+	r.put()
+	return true
+}
+
+func (r *Recorder) setProtocol(p protocol.Protocol) {
+	r.proto = p
+	r.protoName = p.Name()
+	r.validating = !r.opts.NoValidate
+}
+
+// classify returns a frame's kind, method and id. A response gets its
+// request's method when the protocol's Classify leaves it empty.
+func (r *Recorder) classify(conn int, dir protocol.Dir, frame []byte) (info protocol.Info) {
+	return r.classifyBy(r.proto, conn, dir, frame)
+}
+
+func (r *Recorder) classifyBy(p protocol.Protocol, conn int, dir protocol.Dir, frame []byte) (info protocol.Info) {
+	if !r.classifyOK {
+		return info
+	}
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				r.classifyOK = false
+				info = protocol.Info{}
+				r.warn("classify", fmt.Sprintf("frame classification failed (%s); frames are recorded unclassified from now on", panicLine(p)))
+			}
+		}()
+		info = p.Classify(dir, frame)
+	}()
+	if info.ID == "" {
+		return info
+	}
+	cs := r.conn(conn)
+	switch info.Kind {
+	case protocol.Request:
+		m := cs.pending[dir]
+		if m == nil || len(m) >= maxPending {
+			m = map[string]string{}
+			cs.pending[dir] = m
+		}
+		m[info.ID] = info.Method
+	case protocol.Response:
+		if m := cs.pending[1-dir]; m != nil {
+			if meth, ok := m[info.ID]; ok {
+				if info.Method == "" {
+					info.Method = meth
+				}
+				delete(m, info.ID)
+			}
+		}
+	}
+	return info
+}
+
+// queueValidation hands a frame to the validator goroutine without ever
+// blocking: when the validator is maxValidateBytes behind, validation stops
+// for the rest of the session and a violation record says from where.
+func (r *Recorder) queueValidation(j valJob) {
+	if !r.validating {
+		return
+	}
+	if r.valPend.Load()+int64(len(j.frame)) <= maxValidateBytes {
+		select {
+		case r.valQ <- j:
+			r.valPend.Add(int64(len(j.frame)))
+			return
+		default:
+		}
+	}
+	r.validating = false
+	r.stopValidation(j.n, "recorder.validation-stopped", protocol.SevWarning,
+		fmt.Sprintf("validation stopped at record %d: the validator fell too far behind the traffic", j.n))
+}
+
+func (r *Recorder) stopValidation(ref uint64, code string, sev protocol.Severity, msg string) {
+	if r.valStopped {
+		return
+	}
+	r.valStopped = true
+	r.newRecord(r.lastT, cassette.KindViolation, 0)
+	r.rec.Ref, r.rec.Code, r.rec.Severity, r.rec.Msg = ref, code, string(sev), msg
+	r.stats.Violations++
+	r.put()
+}
+
+// takeResult writes what the validator found.
+func (r *Recorder) takeResult(res validationResult) {
+	if res.panic != "" {
+		r.warn("validator", "protocol validator failed; validation stopped, recording continues: "+res.panic)
+		r.validating = false
+		r.newRecord(r.lastT, cassette.KindEvent, 0)
+		r.rec.Ev = cassette.EventWarning
+		r.rec.Msg = "protocol validator failed; validation stopped: " + res.panic
+		r.put()
+		return
+	}
+	for _, v := range res.v {
+		r.newRecord(r.lastT, cassette.KindViolation, 0)
+		r.rec.Ref = v.Record
+		r.rec.Code = v.Code
+		r.rec.Severity = string(v.Severity)
+		r.rec.Pointer = v.Pointer
+		r.rec.Msg = v.Message
+		r.stats.Violations++
+		r.put()
+	}
+}
+
+// validate is the validator goroutine. It owns the protocol Sessions (one
+// per connection) and sends violations to the writer goroutine; a panic in
+// the protocol code stops validation and is reported, never re-raised.
+func (r *Recorder) validate() {
+	sessions := map[int]*protocol.Session{}
+	broken := false
+	send := func(res validationResult) { r.results <- res }
+	for j := range r.valQ {
+		r.valPend.Add(-int64(len(j.frame)))
+		if broken {
+			continue
+		}
+		v, perr := r.validateOne(sessions, j)
+		if perr != "" {
+			broken = true
+			send(validationResult{panic: perr})
+			continue
+		}
+		if len(v) > 0 {
+			send(validationResult{v: v})
+		}
+	}
+	if !broken {
+		for _, s := range sessions {
+			v, perr := safeEnd(s)
+			if perr != "" {
+				send(validationResult{panic: perr})
+				break
+			}
+			if len(v) > 0 {
+				send(validationResult{v: v})
+			}
+		}
+	}
+	send(validationResult{done: true})
+}
+
+func (r *Recorder) validateOne(sessions map[int]*protocol.Session, j valJob) (v []protocol.Violation, perr string) {
+	defer func() {
+		if p := recover(); p != nil {
+			perr = panicLine(p)
+		}
+	}()
+	if h := r.opts.validatorHook; h != nil {
+		return h(j.conn, j.n, j.dir, j.frame), ""
+	}
+	s := sessions[j.conn]
+	if s == nil {
+		s = protocol.NewSession(r.proto)
+		sessions[j.conn] = s
+	}
+	_, v = s.Frame(j.n, j.dir, j.frame)
+	return v, ""
+}
+
+func safeEnd(s *protocol.Session) (v []protocol.Violation, perr string) {
+	defer func() {
+		if p := recover(); p != nil {
+			perr = panicLine(p)
+		}
+	}()
+	return s.End(), ""
+}
+
+// panicLine describes a recovered panic in one line: its value and the
+// innermost function of the stack that is not the runtime's.
+func panicLine(p any) string {
+	where := ""
+	for _, l := range strings.Split(string(debug.Stack()), "\n") {
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "github.com/rpctap/rpctap/") && !strings.Contains(l, "recorder.") {
+			where = " in " + l
+			break
+		}
+	}
+	return fmt.Sprintf("%v%s", p, where)
+}
+
+// event writes a process or connection event.
+func (r *Recorder) event(it *item) {
+	e := it.ev
+	cs := r.conn(e.Conn)
+	switch e.Kind {
+	case cassette.EventStdinEOF:
+		sp := &cs.split[tap.Stdin]
+		sp.end(func(p []byte, eol string, part bool) { r.line(e.Conn, tap.Stdin, cs.lastT[tap.Stdin], p, eol, part) })
+	case cassette.EventConnClose:
+		r.endStreams(e.Conn, cs)
+	}
+	r.newRecord(e.T, cassette.KindEvent, e.Conn)
+	r.rec.Ev = e.Kind
+	r.rec.Argv = e.Argv
+	r.rec.Cwd = e.Cwd
+	r.rec.PID = e.PID
+	r.rec.Exit = e.Exit
+	r.rec.Signal = e.Signal
+	r.rec.Msg = e.Msg
+	switch e.Kind {
+	case cassette.EventGap:
+		r.rec.D = dirOf(e.Stream)
+		r.rec.Bytes = e.Bytes
+		r.stats.Gaps++
+	case cassette.EventStdinEOF:
+		r.rec.D = cassette.DirIn
+	}
+	r.put()
+}
+
+// holdHeap orders held chunks by Seq.
+type holdHeap []item
+
+func (h holdHeap) Len() int           { return len(h) }
+func (h holdHeap) Less(i, j int) bool { return h[i].seq < h[j].seq }
+func (h holdHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *holdHeap) Push(x any)        { *h = append(*h, x.(item)) }
+func (h *holdHeap) Pop() any {
+	old := *h
+	it := old[len(old)-1]
+	old[len(old)-1] = item{}
+	*h = old[:len(old)-1]
+	return it
+}
