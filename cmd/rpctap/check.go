@@ -1,0 +1,488 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/protocol"
+	"github.com/spf13/pflag"
+)
+
+// checkOptions are the flags of `rpctap check`.
+type checkOptions struct {
+	Protocol string // force a protocol instead of detecting it
+	Schema   string // a JSON Schema file: judge every frame with it
+	Format   string // "text" or "json"
+	Max      int    // findings listed per code in the text report (0 = all)
+}
+
+func init() {
+	register(&command{
+		Name:    "check",
+		Summary: "re-validate cassettes with the current protocol rules",
+		Usage:   "check [flags] CASSETTE...",
+		Long: `Reads each cassette and judges every frame again with the protocol rules of
+this rpctap (violations stored at record time are ignored): frame shapes
+(required fields, JSON types, enums, unknown methods) and session rules
+(handshake first, ids paired per direction, responses to unknown ids,
+duplicate in-flight ids, requests never answered, oversized frames, non-JSON
+or ANSI junk on stdout). The protocol is detected from the first frames as
+when recording; --protocol or --schema overrides it.
+
+The report groups findings by code, each with its record number and an
+excerpt of the frame. A cassette cut short (the recorder was killed) is
+checked up to the cut and the cut is reported.
+
+Exit status: 0 when no error-level violation was found (warnings do not
+count), 1 when one was, 4 when a file cannot be read as a cassette.
+Codes and severities: docs/protocols.md.`,
+		Example: `  rpctap check session.cassette
+  rpctap check --format json ~/.local/state/rpctap/cassettes/*.cassette | jq '.files[].errors'
+  rpctap check --protocol mcp server.cassette
+  rpctap check --schema my-protocol.schema.json custom.cassette`,
+		Flags: func(fs *pflag.FlagSet) func([]string, Stdio) error {
+			o := &checkOptions{}
+			fs.StringVar(&o.Protocol, "protocol", "", "judge with this protocol instead of detecting it ("+strings.Join(protocol.Names(), ", ")+")")
+			fs.StringVar(&o.Schema, "schema", "", "judge every frame with this JSON Schema (draft 2020-12) file")
+			fs.StringVar(&o.Format, "format", "text", "report format: text or json")
+			fs.IntVar(&o.Max, "max", 20, "findings listed per code in the text report (0 = all)")
+			return func(args []string, stdio Stdio) error { return runCheck(o, args, stdio) }
+		},
+	})
+}
+
+func runCheck(o *checkOptions, files []string, stdio Stdio) error {
+	if len(files) == 0 {
+		return Usagef("check needs at least one cassette")
+	}
+	if o.Format != "text" && o.Format != "json" {
+		return Usagef("--format must be text or json, not %q", o.Format)
+	}
+	if o.Protocol != "" && o.Schema != "" {
+		return Usagef("--protocol and --schema cannot be used together")
+	}
+	var forced protocol.Protocol
+	switch {
+	case o.Schema != "":
+		p, err := protocol.FromSchemaFile(o.Schema)
+		if err != nil {
+			return Inputf("%v", err)
+		}
+		forced = p
+	case o.Protocol != "":
+		p, err := protocol.Lookup(o.Protocol)
+		if err != nil {
+			return Usagef("--protocol: %v", err)
+		}
+		forced = p
+	}
+	var reports []*checkReport
+	var inputErrs []string
+	for _, f := range files {
+		rep, err := checkFile(f, forced)
+		if rep != nil {
+			reports = append(reports, rep)
+		}
+		if err != nil {
+			inputErrs = append(inputErrs, fmt.Sprintf("%s: %v", f, err))
+		}
+	}
+	if o.Format == "json" {
+		writeCheckJSON(stdio.Out, reports)
+	} else {
+		for _, r := range reports {
+			writeCheckText(stdio.Out, r, o.Max)
+		}
+	}
+	errs := 0
+	for _, r := range reports {
+		errs += r.Errors
+	}
+	if len(inputErrs) > 0 {
+		return Inputf("%s", strings.Join(inputErrs, "; "))
+	}
+	if errs > 0 {
+		return Findingsf("%d error-level violation(s) in %s", errs, plural(len(files), "cassette"))
+	}
+	return nil
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// checkFinding is one violation as reported.
+type checkFinding struct {
+	Code     string `json:"code"`
+	Severity string `json:"severity"`
+	Record   uint64 `json:"record"`
+	Conn     int    `json:"conn,omitempty"`
+	Dir      string `json:"dir,omitempty"`
+	Pointer  string `json:"pointer,omitempty"`
+	Message  string `json:"message"`
+	Excerpt  string `json:"excerpt,omitempty"`
+}
+
+// checkReport is the verdict on one cassette.
+type checkReport struct {
+	File           string         `json:"file"`
+	Protocol       string         `json:"protocol"`
+	ProtocolSource string         `json:"protocol_source"` // "flag", "detected", "header"
+	Stored         string         `json:"stored_protocol,omitempty"`
+	Frames         uint64         `json:"frames"`
+	Records        uint64         `json:"records"`
+	Truncated      bool           `json:"truncated"`
+	Cut            string         `json:"cut,omitempty"` // "truncated after record N"
+	StoredIgnored  uint64         `json:"stored_violations_ignored"`
+	Errors         int            `json:"errors"`
+	Warnings       int            `json:"warnings"`
+	Infos          int            `json:"infos"`
+	Findings       []checkFinding `json:"violations"`
+}
+
+func (r *checkReport) add(f checkFinding) {
+	switch protocol.Severity(f.Severity) {
+	case protocol.SevError:
+		r.Errors++
+	case protocol.SevWarning:
+		r.Warnings++
+	default:
+		r.Infos++
+	}
+	r.Findings = append(r.Findings, f)
+}
+
+// recordSource is what the checker needs from a cassette reader.
+type recordSource interface {
+	Next() (*cassette.Record, error)
+}
+
+// checkFile opens and checks one cassette. A non-nil report may come with
+// an error (damage in the middle: everything before it was checked).
+func checkFile(path string, forced protocol.Protocol) (*checkReport, error) {
+	r, err := cassette.Open(path)
+	if err != nil {
+		return nil, describeCassetteErr(err)
+	}
+	defer r.Close()
+	return checkRecords(path, r.Header(), r, forced)
+}
+
+// describeCassetteErr drops the path from file-system errors, which the
+// caller already names.
+func describeCassetteErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// excerptLen is how much of a frame a finding shows.
+const excerptLen = 120
+
+// maxKeptExcerpts bounds the memory spent remembering request excerpts for
+// findings reported at the end (unanswered requests).
+const maxKeptExcerpts = 200000
+
+// connCheck is the state of one connection (stdio: connection 0).
+type connCheck struct {
+	det      *protocol.Detector
+	sess     *protocol.Session
+	pending  []pendingFrame // frames held until detection is done
+	partial  map[cassette.Dir][]byte
+	partRec  map[cassette.Dir]uint64
+	excerpts map[uint64]string
+	dirs     map[uint64]string
+}
+
+type pendingFrame struct {
+	rec   uint64
+	dir   protocol.Dir
+	frame []byte
+}
+
+// checkRecords judges the records of one cassette.
+func checkRecords(name string, h cassette.Header, src recordSource, forced protocol.Protocol) (*checkReport, error) {
+	rep := &checkReport{File: name, Stored: h.Protocol}
+	stored := h.Protocol
+	conns := map[int]*connCheck{}
+	var order []int
+	chosen := func() (protocol.Protocol, string) {
+		if forced != nil {
+			return forced, "flag"
+		}
+		return nil, ""
+	}
+	getConn := func(n int) *connCheck {
+		c, ok := conns[n]
+		if !ok {
+			c = &connCheck{det: protocol.NewDetector(), partial: map[cassette.Dir][]byte{}, partRec: map[cassette.Dir]uint64{},
+				excerpts: map[uint64]string{}, dirs: map[uint64]string{}}
+			if p, _ := chosen(); p != nil {
+				c.sess = protocol.NewSession(p)
+			}
+			conns[n] = c
+			order = append(order, n)
+		}
+		return c
+	}
+	report := func(c *connCheck, conn int, vs []protocol.Violation, frame []byte, dir string) {
+		for _, v := range vs {
+			f := checkFinding{Code: v.Code, Severity: string(v.Severity), Record: v.Record, Conn: conn, Pointer: v.Pointer, Message: v.Message}
+			if frame != nil && v.Record != 0 {
+				f.Excerpt, f.Dir = shortExcerpt(frame), dir
+			} else if e, ok := c.excerpts[v.Record]; ok {
+				f.Excerpt, f.Dir = e, c.dirs[v.Record]
+			}
+			rep.add(f)
+		}
+	}
+	judge := func(c *connCheck, conn int, pf pendingFrame) {
+		info, vs := c.sess.Frame(pf.rec, pf.dir, pf.frame)
+		report(c, conn, vs, pf.frame, pf.dir.String())
+		if info.Kind == protocol.Request && len(c.excerpts) < maxKeptExcerpts {
+			c.excerpts[pf.rec] = shortExcerpt(pf.frame)
+			c.dirs[pf.rec] = pf.dir.String()
+		}
+	}
+	startSession := func(c *connCheck, name string) {
+		p, err := protocol.Lookup(name)
+		if err != nil {
+			p, _ = protocol.Lookup("raw")
+		}
+		if rep.Protocol == "" {
+			rep.Protocol = p.Name()
+		}
+		c.sess = protocol.NewSession(p)
+	}
+	decide := func(c *connCheck, conn int) {
+		name := c.det.Result()
+		src := "detected"
+		if (name == "raw" || name == "jsonrpc") && stored != "" && stored != name {
+			if _, err := protocol.Lookup(stored); err == nil {
+				name, src = stored, "header"
+			}
+		}
+		if rep.ProtocolSource == "" {
+			rep.ProtocolSource = src
+		}
+		startSession(c, name)
+		for _, pf := range c.pending {
+			judge(c, conn, pf)
+		}
+		c.pending = nil
+	}
+	frame := func(conn int, rec *cassette.Record) {
+		c := getConn(conn)
+		payload := rec.Payload()
+		if rec.Part {
+			if _, ok := c.partial[rec.D]; !ok {
+				c.partRec[rec.D] = rec.N
+			}
+			c.partial[rec.D] = append(c.partial[rec.D], payload...)
+			return
+		}
+		n := rec.N
+		if prev, ok := c.partial[rec.D]; ok {
+			payload = append(prev, payload...)
+			n = c.partRec[rec.D]
+			delete(c.partial, rec.D)
+		} else {
+			payload = append([]byte(nil), payload...)
+		}
+		rep.Frames++
+		dir := protocol.FromParent
+		if rec.D == cassette.DirOut {
+			dir = protocol.FromChild
+		}
+		pf := pendingFrame{n, dir, payload}
+		if c.sess != nil {
+			judge(c, conn, pf)
+			return
+		}
+		c.pending = append(c.pending, pf)
+		if _, done := c.det.Add(dir, payload); done {
+			decide(c, conn)
+		}
+	}
+	endConn := func(n int) {
+		c := conns[n]
+		if c == nil {
+			return
+		}
+		if c.sess == nil {
+			decide(c, n)
+		}
+		report(c, n, c.sess.End(), nil, "")
+		delete(conns, n)
+	}
+	if p, src := chosen(); p != nil {
+		rep.Protocol, rep.ProtocolSource = p.Name(), src
+	}
+
+	var readErr error
+	for {
+		rec, err := src.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			var te *cassette.TruncatedError
+			if errors.As(err, &te) {
+				rep.Truncated = true
+				rep.Cut = te.Error()
+				rep.add(checkFinding{Code: "cassette.truncated", Severity: string(protocol.SevWarning), Record: te.Records,
+					Message: te.Error() + ": the recording was cut off (recorder killed or still writing); checked up to the cut"})
+				break
+			}
+			readErr = err
+			break
+		}
+		rep.Records++
+		switch rec.K {
+		case cassette.KindFrame:
+			frame(rec.Conn, rec)
+		case cassette.KindViolation:
+			rep.StoredIgnored++
+		case cassette.KindMeta:
+			if rec.Protocol != "" {
+				stored = rec.Protocol
+				if rep.Stored == "" {
+					rep.Stored = rec.Protocol
+				}
+			}
+		case cassette.KindEvent:
+			switch rec.Ev {
+			case cassette.EventConnClose:
+				endConn(rec.Conn)
+			case cassette.EventGap:
+				rep.add(checkFinding{Code: "cassette.gap", Severity: string(protocol.SevWarning), Record: rec.N, Conn: rec.Conn, Dir: string(rec.D),
+					Message: fmt.Sprintf("%d bytes of %q were forwarded but not recorded; pairing findings after this point may be spurious", rec.Bytes, rec.D)})
+			}
+		}
+	}
+	for _, n := range order {
+		endConn(n)
+	}
+	if rep.Protocol == "" {
+		rep.Protocol, rep.ProtocolSource = "none", "no frames"
+		if stored != "" {
+			rep.Protocol, rep.ProtocolSource = stored, "header"
+		}
+	}
+	sort.SliceStable(rep.Findings, func(i, j int) bool { return rep.Findings[i].Record < rep.Findings[j].Record })
+	if readErr != nil {
+		return rep, fmt.Errorf("%v (checked the records before it)", readErr)
+	}
+	return rep, nil
+}
+
+// shortExcerpt is a one-line, bounded rendering of a frame: control bytes
+// and invalid UTF-8 are shown as \xNN so the report stays one line per
+// frame.
+func shortExcerpt(b []byte) string {
+	var sb strings.Builder
+	n := 0
+	for len(b) > 0 {
+		if n >= excerptLen {
+			sb.WriteString("…")
+			break
+		}
+		r, size := utf8.DecodeRune(b)
+		switch {
+		case r == utf8.RuneError && size <= 1, r < 0x20, r == 0x7f:
+			fmt.Fprintf(&sb, "\\x%02x", b[0])
+			size = 1
+		default:
+			sb.Write(b[:size])
+		}
+		b = b[size:]
+		n++
+	}
+	return sb.String()
+}
+
+var sevRank = map[string]int{"error": 0, "warning": 1, "info": 2}
+
+func writeCheckText(w io.Writer, r *checkReport, max int) {
+	src := r.ProtocolSource
+	if r.Stored != "" && r.Stored != r.Protocol {
+		src += ", recorded as " + r.Stored
+	}
+	fmt.Fprintf(w, "%s: protocol %s (%s), %d frames: %s, %s, %s\n", r.File, r.Protocol, src, r.Frames,
+		plural(r.Errors, "error"), plural(r.Warnings, "warning"), plural(r.Infos, "info"))
+	groups := map[string][]checkFinding{}
+	var codes []string
+	for _, f := range r.Findings {
+		if _, ok := groups[f.Code]; !ok {
+			codes = append(codes, f.Code)
+		}
+		groups[f.Code] = append(groups[f.Code], f)
+	}
+	sort.Slice(codes, func(i, j int) bool {
+		si, sj := sevRank[groups[codes[i]][0].Severity], sevRank[groups[codes[j]][0].Severity]
+		if si != sj {
+			return si < sj
+		}
+		return codes[i] < codes[j]
+	})
+	for _, code := range codes {
+		g := groups[code]
+		fmt.Fprintf(w, "  %s %s (%d)\n", g[0].Severity, code, len(g))
+		for i, f := range g {
+			if max > 0 && i == max {
+				fmt.Fprintf(w, "    … %d more (use --max 0 to list all)\n", len(g)-max)
+				break
+			}
+			where := fmt.Sprintf("record %d", f.Record)
+			if f.Record == 0 {
+				where = "session end"
+			}
+			if f.Dir != "" {
+				where += " " + f.Dir
+			}
+			if f.Conn != 0 {
+				where += fmt.Sprintf(" conn %d", f.Conn)
+			}
+			if f.Pointer != "" {
+				where += " " + f.Pointer
+			}
+			fmt.Fprintf(w, "    %s: %s\n", where, f.Message)
+			if f.Excerpt != "" {
+				fmt.Fprintf(w, "      %s\n", f.Excerpt)
+			}
+		}
+	}
+	if r.StoredIgnored > 0 {
+		fmt.Fprintf(w, "  (%d violations stored at record time were ignored; these are today's rules)\n", r.StoredIgnored)
+	}
+}
+
+func writeCheckJSON(w io.Writer, reports []*checkReport) {
+	if reports == nil {
+		reports = []*checkReport{}
+	}
+	for _, r := range reports {
+		if r.Findings == nil {
+			r.Findings = []checkFinding{}
+		}
+	}
+	out := struct {
+		Files []*checkReport `json:"files"`
+	}{reports}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(out)
+}
