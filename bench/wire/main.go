@@ -61,6 +61,7 @@ type config struct {
 	FwdArgs   string
 	Doc       string
 	Keep      bool
+	SaveCap   string // directory to save the warm-up sessions' bytes in (for profiling)
 	Seed      int64
 	Command   string // how this run was invoked, for the report
 
@@ -88,6 +89,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.FwdArgs, "fwd-args", "record -o /dev/null -- {child}", "rpctap arguments of the forwarding-only set-up")
 	fs.StringVar(&c.Doc, "doc", "", "also write the results into this markdown file between the bench markers")
 	fs.BoolVar(&c.Keep, "keep", false, "keep the temporary directory (cassettes, stderr)")
+	fs.StringVar(&c.SaveCap, "save-capture", "", "save the bytes of the mix and mixstream warm-up sessions (both directions, in order) as DIR/WORKLOAD.ndjson, for profiling")
 	fs.Int64Var(&c.Seed, "seed", 1, "data seed")
 	fs.IntVar(&c.PingN, "ping-n", 0, "round trips per ping session (default 10000, quick 1000)")
 	fs.IntVar(&c.MixTurns, "mix-turns", 0, "turns per agent-mix session (default 800, quick 80)")

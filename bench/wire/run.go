@@ -195,6 +195,11 @@ func (r *runner) workload(w string) {
 		}
 	}
 	r.rep.capBytes[w] = len(capture)
+	if r.cfg.SaveCap != "" && len(capture) > 0 {
+		if err := os.WriteFile(filepath.Join(r.cfg.SaveCap, w+".ndjson"), capture, 0o644); err != nil {
+			r.fail(w, "save capture", err)
+		}
+	}
 	n := len(r.rep.setups)
 	for rep := 0; rep < r.cfg.Reps; rep++ {
 		if len(capture) > 0 {
