@@ -86,6 +86,7 @@ type App struct {
 	scanAgain atomic.Bool
 	fillGen   atomic.Int64
 	searchGen atomic.Int64
+	followerOn atomic.Bool
 
 	trMu     sync.Mutex
 	tr       *Transcript
@@ -155,10 +156,8 @@ func (a *App) build() {
 func (a *App) Run() error {
 	a.running.Store(true)
 	go a.pump()
-	if f := a.opts.Follower; f != nil {
-		go f.Run(a.quit, a.onNewRecords)
-	} else if a.follow {
-		go (&Follower{Store: a.store, Interval: 250 * time.Millisecond}).Run(a.quit, a.onNewRecords)
+	if a.follow {
+		a.startFollower()
 	}
 	err := a.tv.Run()
 	a.stop()
@@ -169,6 +168,18 @@ func (a *App) Run() error {
 func (a *App) Stop() { a.tv.Stop(); a.stop() }
 
 func (a *App) stop() { a.quitOnce.Do(func() { close(a.quit) }) }
+
+// startFollower starts reading new records (once).
+func (a *App) startFollower() {
+	if !a.followerOn.CompareAndSwap(false, true) {
+		return
+	}
+	f := a.opts.Follower
+	if f == nil {
+		f = &Follower{Store: a.store, Interval: 250 * time.Millisecond}
+	}
+	go f.Run(a.quit, a.onNewRecords)
+}
 
 // pump hands work finished in the background to the UI goroutine.
 func (a *App) pump() {
@@ -815,9 +826,7 @@ func (a *App) handleRune(ev *tcell.EventKey, detailFocused bool) *tcell.EventKey
 		a.sticky = a.follow
 		if a.follow {
 			a.selectRow(a.lastRow())
-			if a.opts.Follower == nil && a.running.Load() {
-				go (&Follower{Store: a.store, Interval: 250 * time.Millisecond}).Run(a.quit, a.onNewRecords)
-			}
+			a.startFollower()
 		}
 		return nil
 	}
