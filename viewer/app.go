@@ -77,15 +77,15 @@ type App struct {
 	selecting  bool // a programmatic selection is under way
 
 	// background work
-	jobs      atomic.Int64
-	updates   chan func()
-	running   atomic.Bool
-	quit      chan struct{}
-	quitOnce  sync.Once
-	scanning  atomic.Bool
-	scanAgain atomic.Bool
-	fillGen   atomic.Int64
-	searchGen atomic.Int64
+	jobs       atomic.Int64
+	updates    chan func()
+	running    atomic.Bool
+	quit       chan struct{}
+	quitOnce   sync.Once
+	scanning   atomic.Bool
+	scanAgain  atomic.Bool
+	fillGen    atomic.Int64
+	searchGen  atomic.Int64
 	followerOn atomic.Bool
 
 	trMu     sync.Mutex
