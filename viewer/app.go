@@ -165,7 +165,12 @@ func (a *App) Run() error {
 }
 
 // Stop ends Run (safe from any goroutine).
-func (a *App) Stop() { a.tv.Stop(); a.stop() }
+func (a *App) Stop() {
+	if a.running.Load() {
+		a.tv.Stop()
+	}
+	a.stop()
+}
 
 func (a *App) stop() { a.quitOnce.Do(func() { close(a.quit) }) }
 

@@ -43,57 +43,19 @@ func (h *harness) settle() {
 	}
 }
 
-// keys types runes; names in angle brackets are special keys.
+// keys types keys (see App.Type).
 func (h *harness) keys(s string) *harness {
 	h.t.Helper()
-	special := map[string]tcell.Key{"<enter>": tcell.KeyEnter, "<esc>": tcell.KeyEscape, "<tab>": tcell.KeyTab,
-		"<bs>": tcell.KeyBackspace2, "<down>": tcell.KeyDown, "<up>": tcell.KeyUp, "<pgdn>": tcell.KeyPgDn,
-		"<home>": tcell.KeyHome, "<end>": tcell.KeyEnd, "<c-d>": tcell.KeyCtrlD, "<c-u>": tcell.KeyCtrlU}
-	for s != "" {
-		if s[0] == '<' {
-			if i := strings.IndexByte(s, '>'); i > 0 {
-				if k, ok := special[s[:i+1]]; ok {
-					h.app.Key(tcell.NewEventKey(k, 0, tcell.ModNone))
-					s = s[i+1:]
-					h.settle()
-					h.app.Draw()
-					continue
-				}
-			}
-		}
-		r := []rune(s)[0]
-		h.app.Key(tcell.NewEventKey(tcell.KeyRune, r, tcell.ModNone))
-		s = s[len(string(r)):]
-		h.settle()
-		h.app.Draw()
+	if err := h.app.Type(s); err != nil {
+		h.t.Fatal(err)
 	}
 	return h
 }
 
-// screen draws and returns the screen as text, trailing blanks trimmed;
-// the line of the selected row is marked with "▶" in a margin column.
+// screen draws and returns the screen as text (see ScreenText).
 func (h *harness) screen() string {
 	h.app.Draw()
-	cells, w, ht := h.scr.GetContents()
-	var b strings.Builder
-	for y := range ht {
-		var line strings.Builder
-		mark := " "
-		for x := 0; x < w; x++ {
-			c := cells[y*w+x]
-			if _, bg, _ := c.Style.Decompose(); bg == selectedBG {
-				mark = "▶"
-			}
-			if len(c.Runes) == 0 {
-				line.WriteByte(' ')
-				continue
-			}
-			line.WriteString(string(c.Runes))
-		}
-		b.WriteString(strings.TrimRight(mark+line.String(), " "))
-		b.WriteByte('\n')
-	}
-	return b.String()
+	return ScreenText(h.scr)
 }
 
 func (h *harness) golden(name string) string {
