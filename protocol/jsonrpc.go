@@ -143,7 +143,7 @@ func validateEnvelope(frame []byte, opts envelopeOpts) ([]Violation, rpcFields) 
 			}
 		}
 		if string(f.id) == "null" {
-			add("jsonrpc.null-id", SevWarning, "/id", "a request with id null cannot be told apart from an unknown-id error response")
+			add("jsonrpc.null-request-id", SevWarning, "/id", "a request with id null cannot be told apart from an unknown-id error response")
 		}
 		return vs, f
 	}
@@ -158,7 +158,7 @@ func validateEnvelope(frame []byte, opts envelopeOpts) ([]Violation, rpcFields) 
 	if f.id == nil {
 		add("jsonrpc.missing-id", SevError, "/id", "a response must carry the id of its request (null when it was unknown)")
 	} else if string(f.id) == "null" && f.err == nil {
-		add("jsonrpc.null-id", SevError, "/id", "a successful response must carry its request's id, not null")
+		add("jsonrpc.null-result-id", SevError, "/id", "a successful response must carry its request's id, not null (only error responses may)")
 	}
 	if f.err != nil {
 		vs = append(vs, validateErrorObject(f.err)...)
