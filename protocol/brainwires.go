@@ -1,6 +1,9 @@
 package protocol
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+)
 
 // brainwires: the TUI viewer <-> agent IPC of brainwires-framework
 // (crates/brainwires-network/src/ipc/protocol.rs), plaintext NDJSON over a
@@ -144,8 +147,8 @@ func (brainwiresProto) Validate(dir Dir, frame []byte, info Info) []Violation {
 	c := checker{p: "brainwires"}
 	t, _ := evScanTop(frame)
 	if bwIsHandshakeShape(dir, &t) {
-		o := c.object(frame)
-		if o == nil {
+		o, ok := c.object(frame)
+		if !ok {
 			return c.out
 		}
 		if dir == FromParent {
@@ -153,7 +156,7 @@ func (brainwiresProto) Validate(dir Dir, frame []byte, info Info) []Violation {
 			bwCheckHandshake(&c, o)
 		} else {
 			c.fields(o, bwHandshakeResponse, "", "HandshakeResponse")
-			if acc, _ := o["accepted"].(bool); acc && o["session_token"] == nil {
+			if acc, _ := o.boolean("accepted"); acc && o.isNull("session_token") {
 				c.add(SevWarning, "missing-session-token", "/session_token",
 					"HandshakeResponse accepts the viewer but returns no session_token; the viewer cannot reattach later")
 			}
@@ -163,12 +166,12 @@ func (brainwiresProto) Validate(dir Dir, frame []byte, info Info) []Violation {
 	o, typ := c.top(dir, frame, &brainwiresTable)
 	switch typ {
 	case "set_tool_mode":
-		bwCheckToolModeObject(&c, o["mode"], "/mode")
+		bwCheckToolModeObject(&c, o, "mode")
 	case "conversation_sync":
-		bwCheckToolModeObject(&c, o["tool_mode"], "/tool_mode")
+		bwCheckToolModeObject(&c, o, "tool_mode")
 	case "tool_progress":
-		if p, ok := o["progress"].(interface{ Float64() (float64, error) }); ok {
-			if f, err := p.Float64(); err == nil && (f < 0 || f > 1) {
+		if p, ok := o.get("progress"); ok && jsonType(p) == "number" {
+			if f, err := strconv.ParseFloat(string(p), 64); err == nil && (f < 0 || f > 1) {
 				c.add(SevWarning, "invalid-value", "/progress", fmt.Sprintf("tool_progress: progress is %v, expected a fraction from 0.0 to 1.0", f))
 			}
 		}
@@ -177,17 +180,17 @@ func (brainwiresProto) Validate(dir Dir, frame []byte, info Info) []Violation {
 }
 
 // bwCheckHandshake applies the agent's acceptance rules to a Handshake.
-func bwCheckHandshake(c *checker, o map[string]any) {
-	if v, ok := o["version"]; ok && !isConstNumber(v, 2) && !isConstNumber(v, 1) {
+func bwCheckHandshake(c *checker, o robj) {
+	if v, ok := o.get("version"); ok && jsonType(v) == "number" && !rawIsInt(v, 2) && !rawIsInt(v, 1) {
 		c.add(SevError, "unsupported-version", "/version",
-			fmt.Sprintf("Handshake version %v: the agent speaks version 2 (and accepts 1) and rejects anything else", v))
+			fmt.Sprintf("Handshake version %s: the agent speaks version 2 (and accepts 1) and rejects anything else", v))
 	}
-	if re, _ := o["is_reattach"].(bool); re {
-		if tok, _ := o["session_token"].(string); tok == "" {
+	if re, _ := o.boolean("is_reattach"); re {
+		if tok, _ := o.str("session_token"); tok == "" {
 			c.add(SevError, "missing-session-token", "/session_token",
 				"a reattaching Handshake must carry the session_token the agent issued; the agent answers \"Session token required for reattachment\"")
 		}
-		if id, _ := o["session_id"].(string); id == "" {
+		if id, _ := o.str("session_id"); id == "" {
 			c.add(SevError, "missing-field", "/session_id", "a reattaching Handshake must name the session_id to reattach to")
 		}
 	}
@@ -195,9 +198,10 @@ func bwCheckHandshake(c *checker, o map[string]any) {
 
 // bwCheckToolModeObject: the object form of an externally tagged enum has
 // exactly one member.
-func bwCheckToolModeObject(c *checker, v any, ptr string) {
-	if m, ok := v.(map[string]any); ok && len(m) != 1 {
-		c.add(SevError, "invalid-value", ptr, fmt.Sprintf("ToolMode object has %d members; serde's externally tagged form is exactly {\"Explicit\": [...]}", len(m)))
+func bwCheckToolModeObject(c *checker, o robj, name string) {
+	v, _ := o.get(name)
+	if m, ok := members(v); ok && len(m) != 1 {
+		c.add(SevError, "invalid-value", "/"+name, fmt.Sprintf("ToolMode object has %d members; serde's externally tagged form is exactly {\"Explicit\": [...]}", len(m)))
 	}
 }
 
@@ -234,4 +238,7 @@ func sniffBrainwires(dir Dir, frame []byte) int {
 	return 50
 }
 
-func init() { register(brainwiresProto{}, 50, sniffBrainwires) }
+func init() {
+	internNames(&brainwiresTable)
+	register(brainwiresProto{}, 50, sniffBrainwires)
+}

@@ -177,15 +177,15 @@ func (opiProto) Validate(dir Dir, frame []byte, info Info) []Violation {
 	o, typ := c.top(dir, frame, &opiTable)
 	switch typ {
 	case "rpc_ready":
-		if v, ok := o["schema_version"]; ok && !isConstNumber(v, 2) && !isConstNumber(v, 3) {
+		if v, ok := o.get("schema_version"); ok && jsonType(v) == "number" && !rawIsInt(v, 2) && !rawIsInt(v, 3) {
 			c.add(SevError, "unsupported-version", "/schema_version",
-				fmt.Sprintf("rpc_ready announces schema_version %v; known opi schemas are 2 and 3 and clients must check it", v))
+				fmt.Sprintf("rpc_ready announces schema_version %s; known opi schemas are 2 and 3 and clients must check it", v))
 		}
-		if m, ok := o["mode"].(string); ok && m != "rpc" {
+		if m, ok := o.str("mode"); ok && m != "rpc" {
 			c.add(SevError, "invalid-value", "/mode", fmt.Sprintf("rpc_ready mode is %q, expected \"rpc\"", m))
 		}
 	case "set_thinking_level":
-		if l, ok := o["level"].(string); ok && !contains(opiThinkingLevels, l) {
+		if l, ok := o.str("level"); ok && !contains(opiThinkingLevels, l) {
 			c.add(SevWarning, "unsupported-level", "/level",
 				fmt.Sprintf("thinking level %q: the coding harness accepts %s and answers anything else with an error", l, strings.Join(quoteAll(opiThinkingLevels), ", ")))
 		}
@@ -195,34 +195,34 @@ func (opiProto) Validate(dir Dir, frame []byte, info Info) []Violation {
 	return c.out
 }
 
-func opiCheckResponse(c *checker, o map[string]any) {
-	ok, _ := o["success"].(bool)
-	_, hasErr := o["error"]
+func opiCheckResponse(c *checker, o robj) {
+	ok, _ := o.boolean("success")
+	hasErr := o.has("error")
 	switch {
 	case !ok && !hasErr:
 		c.add(SevWarning, "response-inconsistent", "/error", "a failed response (success:false) without an error message")
 	case ok && hasErr:
 		c.add(SevWarning, "response-inconsistent", "/error", "a successful response (success:true) carries an error")
 	}
-	if code, isStr := o["error_code"].(string); isStr && !contains(opiErrorCodes, code) {
+	if code, isStr := o.str("error_code"); isStr && !contains(opiErrorCodes, code) {
 		c.add(SevWarning, "unknown-error-code", "/error_code",
 			fmt.Sprintf("error_code %q is not one opi defines (%s)", code, strings.Join(opiErrorCodes, ", ")))
 	}
-	if cmd, _ := o["command"].(string); cmd == "parse" {
-		if _, hasID := o["id"]; hasID {
+	if cmd, _ := o.str("command"); cmd == "parse" {
+		if o.has("id") {
 			c.add(SevWarning, "response-inconsistent", "/id", "a parse-error response carries an id; opi cannot know the id of a line it could not parse")
 		}
 		if ok {
 			c.add(SevWarning, "response-inconsistent", "/success", "a parse response reports success")
 		}
 	}
-	cmd, _ := o["command"].(string)
-	if d, has := o["data"]; has && ok && d != nil {
+	cmd, _ := o.str("command")
+	if d, has := o.get("data"); has && ok && !isNullRaw(d) {
 		if shape := opiData[cmd]; shape != nil {
 			if cmd == "compact" {
 				// later versions answer "nothing compacted" with a success
-				if m, isObj := d.(map[string]any); isObj {
-					if _, hasCompacted := m["compacted"]; hasCompacted {
+				if m, isObj := members(d); isObj {
+					if m.has("compacted") {
 						shape = tObj(req("compacted", tBool), opt("diagnostics", tArr(opiDiagnostic)))
 					}
 				}
@@ -295,4 +295,7 @@ func sniffOpi(dir Dir, frame []byte) int {
 	return 10
 }
 
-func init() { register(opiProto{}, 50, sniffOpi) }
+func init() {
+	internNames(&opiTable)
+	register(opiProto{}, 50, sniffOpi)
+}

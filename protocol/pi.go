@@ -155,22 +155,19 @@ func (piProto) Validate(dir Dir, frame []byte, info Info) []Violation {
 	o, typ := c.top(dir, frame, &piTable)
 	switch typ {
 	case "response":
-		ok, _ := o["success"].(bool)
-		if _, hasErr := o["error"]; !ok && !hasErr {
+		ok, _ := o.boolean("success")
+		if !ok && !o.has("error") {
 			c.add(SevWarning, "response-inconsistent", "/error", "a failed response (success:false) without an error message")
 		}
-		if cmd, _ := o["command"].(string); cmd == "parse" && ok {
+		if cmd, _ := o.str("command"); cmd == "parse" && ok {
 			c.add(SevWarning, "response-inconsistent", "/success", "a parse response reports success")
 		}
 	case "extension_ui_request":
-		if _, isStr := o["method"].(string); isStr {
-			c.value(o, piUIRequest, "", "extension_ui_request")
+		if _, isStr := o.str("method"); isStr {
+			c.tagged(o, piUIRequest, "", "extension_ui_request")
 		}
 	case "extension_ui_response":
-		_, v := o["value"]
-		_, cf := o["confirmed"]
-		_, cl := o["cancelled"]
-		if !v && !cf && !cl {
+		if !o.has("value") && !o.has("confirmed") && !o.has("cancelled") {
 			c.add(SevError, "missing-field", "", `extension_ui_response carries none of "value", "confirmed", "cancelled"`)
 		}
 	}
@@ -264,4 +261,7 @@ func sniffPi(dir Dir, frame []byte) int {
 	return 25 // prompt, steer, abort, ...: shared with opi
 }
 
-func init() { register(piProto{}, 50, sniffPi) }
+func init() {
+	internNames(&piTable)
+	register(piProto{}, 50, sniffPi)
+}

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -73,19 +74,27 @@ func evKeyBit(k []byte) uint32 {
 
 // evScanTop scans the top-level members of a JSON object with the package's
 // scanner. ok is false when the frame is not (lexically) a JSON object;
-// values are skipped, not validated in depth (Validate decodes fully).
+// values are skipped, not validated in depth (Validate checks fully).
 func evScanTop(b []byte) (t evTop, ok bool) {
-	ok = forEachMember(b, func(key, val []byte) bool {
+	var it memberIter
+	if !it.start(b) {
+		return t, false
+	}
+	for {
+		key, val, more := it.next()
+		if !more {
+			return t, it.ok
+		}
 		switch string(key) {
 		case "type":
 			t.hasType = true
-			if s, sok := rawString(val); sok {
+			if s, sok := internString(val); sok {
 				t.typ = s
 			}
 		case "id":
 			t.id = val
 		case "command":
-			if s, sok := rawString(val); sok {
+			if s, sok := internString(val); sok {
 				t.command = s
 			}
 		case "method":
@@ -96,22 +105,104 @@ func evScanTop(b []byte) (t evTop, ok bool) {
 		default:
 			t.keys |= evKeyBit(key)
 		}
-		return true
-	})
-	return t, ok
+	}
+}
+
+// evNames interns the type and command names of the four catalogues so
+// that Classify allocates no string for them.
+var evNames = map[string]string{}
+
+func internNames(tabs ...*evTable) {
+	for _, t := range tabs {
+		for _, m := range []map[string][]fld{t.in, t.out} {
+			for k := range m {
+				evNames[k] = k
+			}
+		}
+	}
+}
+
+// internString is rawString with known names returned without allocating.
+func internString(raw []byte) (string, bool) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
+		if s, ok := evNames[string(raw[1:len(raw)-1])]; ok {
+			return s, true
+		}
+	}
+	return rawString(raw)
+}
+
+// memberIter walks the members of a raw JSON object without a callback (so
+// nothing escapes to the heap), with the package scanner's skip functions.
+type memberIter struct {
+	b  []byte
+	i  int
+	ok bool // the object was well-formed up to where the walk stopped
+}
+
+func (it *memberIter) start(b []byte) bool {
+	it.b, it.ok = b, false
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	it.i = skipWS(b, i+1)
+	if it.i < len(b) && b[it.i] == '}' {
+		it.i = -1 // empty object
+		it.ok = true
+	}
+	return true
+}
+
+// next returns the next member; more is false at the end (it.ok says
+// whether the object closed properly) or on malformed input.
+func (it *memberIter) next() (key, val []byte, more bool) {
+	b, i := it.b, it.i
+	if i < 0 || i >= len(b) || b[i] != '"' {
+		return nil, nil, false
+	}
+	ke, ok := skipString(b, i)
+	if !ok {
+		return nil, nil, false
+	}
+	key = b[i+1 : ke-1]
+	i = skipWS(b, ke)
+	if i >= len(b) || b[i] != ':' {
+		return nil, nil, false
+	}
+	i = skipWS(b, i+1)
+	ve, ok := skipValue(b, i)
+	if !ok {
+		return nil, nil, false
+	}
+	val = b[i:ve]
+	i = skipWS(b, ve)
+	switch {
+	case i < len(b) && b[i] == ',':
+		it.i = skipWS(b, i+1)
+	case i < len(b) && b[i] == '}':
+		it.i, it.ok = -1, true
+	default:
+		it.i = len(b) // malformed: stop after this member
+	}
+	return key, val, true
 }
 
 // evTopValue returns the raw value of a top-level key, nil when absent.
 func evTopValue(b []byte, name string) []byte {
-	var out []byte
-	forEachMember(b, func(k, v []byte) bool {
-		if string(k) == name {
-			out = v
-			return false
+	var it memberIter
+	if !it.start(b) {
+		return nil
+	}
+	for {
+		k, v, more := it.next()
+		if !more {
+			return nil
 		}
-		return true
-	})
-	return out
+		if string(k) == name {
+			return v
+		}
+	}
 }
 
 // ---------------------------------------------------------------------------
@@ -194,8 +285,9 @@ func quoteAll(v []string) []string {
 
 // checker accumulates violations for one frame.
 type checker struct {
-	p   string // code prefix: "synaps", "opi", ...
-	out []Violation
+	p     string // code prefix: "synaps", "opi", ...
+	out   []Violation
+	arena []member
 }
 
 func (c *checker) add(sev Severity, code, ptr, msg string) {
@@ -208,107 +300,231 @@ func ptrJoin(base, name string) string {
 	return base + "/" + name
 }
 
-// evDecode decodes a whole frame keeping numbers exact.
-func evDecode(frame []byte) (any, error) {
-	d := json.NewDecoder(bytes.NewReader(frame))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
-		return nil, err
+// member is one member of a JSON object: the raw key (escapes left as they
+// are) and the raw value.
+type member struct{ key, val []byte }
+
+// robj is a JSON object as its list of raw members: the shape checker walks
+// the frame's bytes instead of decoding it into maps (several times faster
+// and allocation-light). A key written with escapes ("typ\u0065") is not
+// matched by name; no encoder writes plain ASCII names that way.
+type robj []member
+
+func (o robj) get(name string) ([]byte, bool) {
+	for i := len(o) - 1; i >= 0; i-- { // the last duplicate wins, as in encoding/json
+		if string(o[i].key) == name {
+			return o[i].val, true
+		}
 	}
-	if d.More() {
-		return nil, fmt.Errorf("extra data after the JSON value")
-	}
-	// d.More is false at EOF and before '}'/']'; make sure only spaces follow.
-	rest := frame[d.InputOffset():]
-	if len(bytes.TrimSpace(rest)) != 0 {
-		return nil, fmt.Errorf("extra data after the JSON value")
-	}
-	return v, nil
+	return nil, false
 }
 
-func jsonTypeName(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "string"
-	case bool:
-		return "boolean"
-	case json.Number:
-		_ = x
-		return "number"
-	case []any:
-		return "array"
-	case map[string]any:
-		return "object"
+func (o robj) has(name string) bool { _, ok := o.get(name); return ok }
+
+// str returns a member's string value; ok is false when absent or not a string.
+func (o robj) str(name string) (string, bool) {
+	v, ok := o.get(name)
+	if !ok {
+		return "", false
 	}
-	return "unknown"
+	return rawString(v)
+}
+
+// boolean returns a member's value when it is true or false.
+func (o robj) boolean(name string) (val, ok bool) {
+	v, present := o.get(name)
+	switch {
+	case !present:
+		return false, false
+	case string(v) == "true":
+		return true, true
+	case string(v) == "false":
+		return false, true
+	}
+	return false, false
+}
+
+// isNull reports whether a member is absent or null.
+func (o robj) isNull(name string) bool {
+	v, ok := o.get(name)
+	return !ok || string(v) == "null"
+}
+
+// members lists the members of a raw JSON object; ok is false when raw is
+// not one.
+func members(raw []byte) (robj, bool) {
+	all, ok := appendMembers(nil, raw)
+	return robj(all), ok
+}
+
+// appendMembers appends the members of raw to dst; ok is false when raw is
+// not a JSON object.
+func appendMembers(dst []member, raw []byte) ([]member, bool) {
+	var it memberIter
+	if !it.start(raw) {
+		return dst, false
+	}
+	for {
+		k, v, more := it.next()
+		if !more {
+			break
+		}
+		dst = append(dst, member{k, v})
+	}
+	return dst, it.ok
+}
+
+// members of an object inside the frame being checked, from the checker's
+// arena: one growing buffer per frame instead of a slice per object. A
+// parent's members stay valid while its children append: they only write
+// past the parent's end, or into a new array after a reallocation.
+func (c *checker) members(raw []byte) (robj, bool) {
+	start := len(c.arena)
+	all, ok := appendMembers(c.arena, raw)
+	if !ok {
+		c.arena = all[:start]
+		return nil, false
+	}
+	c.arena = all
+	return robj(all[start:len(all):len(all)]), true
+}
+
+// forEachElem calls fn for each element of a raw JSON array.
+func forEachElem(raw []byte, fn func(i int, v []byte)) bool {
+	i := skipWS(raw, 0)
+	if i >= len(raw) || raw[i] != '[' {
+		return false
+	}
+	i = skipWS(raw, i+1)
+	if i < len(raw) && raw[i] == ']' {
+		return true
+	}
+	for n := 0; ; n++ {
+		e, ok := skipValue(raw, i)
+		if !ok {
+			return false
+		}
+		fn(n, raw[i:e])
+		i = skipWS(raw, e)
+		if i >= len(raw) {
+			return false
+		}
+		switch raw[i] {
+		case ',':
+			i = skipWS(raw, i+1)
+		case ']':
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+func isNullRaw(v []byte) bool { return string(v) == "null" }
+
+// rawIsInt reports whether raw is the integer n (written without fraction
+// or exponent).
+func rawIsInt(raw []byte, n int64) bool {
+	x, err := strconv.ParseInt(string(raw), 10, 64)
+	return err == nil && x == n
 }
 
 // fields checks the members of obj against fs.
-func (c *checker) fields(obj map[string]any, fs []fld, ptr, what string) {
+func (c *checker) fields(obj robj, fs []fld, ptr, what string) {
 	for _, f := range fs {
-		v, present := obj[f.name]
-		p := ptrJoin(ptr, f.name)
+		v, present := obj.get(f.name)
 		if !present {
 			if !f.opt {
-				c.add(SevError, "missing-field", p, fmt.Sprintf("%s: required field %q (%s) is missing", what, f.name, f.t.name))
+				c.add(SevError, "missing-field", ptrJoin(ptr, f.name), fmt.Sprintf("%s: required field %q (%s) is missing", what, f.name, f.t.name))
 			}
 			continue
 		}
-		if v == nil {
+		if isNullRaw(v) {
 			if !f.null {
-				c.add(SevError, "wrong-type", p, fmt.Sprintf("%s: field %q is null, expected %s", what, f.name, f.t.name))
+				c.add(SevError, "wrong-type", ptrJoin(ptr, f.name), fmt.Sprintf("%s: field %q is null, expected %s", what, f.name, f.t.name))
 			}
 			continue
 		}
-		c.value(v, f.t, p, what)
+		if f.t.kind == vAny || scalarOK(v, f.t) {
+			continue // the common case builds no pointer
+		}
+		c.value(v, f.t, ptrJoin(ptr, f.name), what)
 	}
 }
 
-// value checks one (non-null) value against t.
-func (c *checker) value(v any, t *vt, ptr, what string) {
+// scalarOK is the allocation-free fast path: true when v is a valid value
+// of a scalar shape. False means "check fully" (containers, or a problem).
+func scalarOK(v []byte, t *vt) bool {
+	switch t.kind {
+	case vString:
+		return len(v) > 0 && v[0] == '"'
+	case vBool:
+		return string(v) == "true" || string(v) == "false"
+	case vNumber:
+		return jsonType(v) == "number"
+	case vUint, vInt, vConst:
+		if jsonType(v) != "number" || bytes.IndexAny(v, ".eE") >= 0 {
+			return false
+		}
+		switch t.kind {
+		case vUint:
+			return v[0] != '-'
+		case vConst:
+			return rawIsInt(v, t.ival)
+		}
+		return true
+	case vEnum:
+		if len(v) < 2 || v[0] != '"' {
+			return false
+		}
+		inner := v[1 : len(v)-1]
+		for _, e := range t.enum {
+			if string(inner) == e {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// value checks one (non-null) raw value against t.
+func (c *checker) value(v []byte, t *vt, ptr, what string) {
 	wrong := func() {
-		c.add(SevError, "wrong-type", ptr, fmt.Sprintf("%s: %s is %s, expected %s", what, ptrOrFrame(ptr), jsonTypeName(v), t.name))
+		c.add(SevError, "wrong-type", ptr, fmt.Sprintf("%s: %s is %s, expected %s", what, ptrOrFrame(ptr), jsonType(v), t.name))
 	}
 	switch t.kind {
 	case vAny:
 	case vString:
-		if _, ok := v.(string); !ok {
+		if jsonType(v) != "string" {
 			wrong()
 		}
 	case vBool:
-		if _, ok := v.(bool); !ok {
+		if jsonType(v) != "boolean" {
 			wrong()
 		}
 	case vNumber:
-		if _, ok := v.(json.Number); !ok {
+		if jsonType(v) != "number" {
 			wrong()
 		}
 	case vUint, vInt, vConst:
-		n, ok := v.(json.Number)
-		if !ok {
+		if jsonType(v) != "number" {
 			wrong()
 			return
 		}
-		s := string(n)
-		if strings.ContainsAny(s, ".eE") {
+		if bytes.IndexAny(v, ".eE") >= 0 {
 			// serde_json refuses a float (1.0, 1e3) for an integer field.
-			c.add(SevError, "wrong-type", ptr, fmt.Sprintf("%s: %s is %s, expected %s", what, ptrOrFrame(ptr), s, t.name))
+			c.add(SevError, "wrong-type", ptr, fmt.Sprintf("%s: %s is %s, expected %s", what, ptrOrFrame(ptr), v, t.name))
 			return
 		}
-		if t.kind == vUint && strings.HasPrefix(s, "-") {
-			c.add(SevError, "invalid-value", ptr, fmt.Sprintf("%s: %s is %s, expected a non-negative integer", what, ptrOrFrame(ptr), s))
+		if t.kind == vUint && v[0] == '-' {
+			c.add(SevError, "invalid-value", ptr, fmt.Sprintf("%s: %s is %s, expected a non-negative integer", what, ptrOrFrame(ptr), v))
 			return
 		}
-		if t.kind == vConst {
-			if x, err := strconv.ParseInt(s, 10, 64); err != nil || x != t.ival {
-				c.add(SevError, "invalid-value", ptr, fmt.Sprintf("%s: %s is %s, expected %d", what, ptrOrFrame(ptr), s, t.ival))
-			}
+		if t.kind == vConst && !rawIsInt(v, t.ival) {
+			c.add(SevError, "invalid-value", ptr, fmt.Sprintf("%s: %s is %s, expected %d", what, ptrOrFrame(ptr), v, t.ival))
 		}
 	case vEnum:
-		s, ok := v.(string)
+		s, ok := rawString(v)
 		if !ok {
 			wrong()
 			return
@@ -320,52 +536,38 @@ func (c *checker) value(v any, t *vt, ptr, what string) {
 		}
 		c.add(SevError, "invalid-value", ptr, fmt.Sprintf("%s: %s is %q, expected %s", what, ptrOrFrame(ptr), s, t.name))
 	case vArray:
-		a, ok := v.([]any)
-		if !ok {
+		if jsonType(v) != "array" {
 			wrong()
 			return
 		}
-		for i, e := range a {
+		if t.elem.kind == vAny {
+			return
+		}
+		forEachElem(v, func(i int, e []byte) {
+			if scalarOK(e, t.elem) {
+				return
+			}
 			p := ptr + "/" + strconv.Itoa(i)
-			if e == nil {
+			if isNullRaw(e) {
 				c.add(SevError, "wrong-type", p, fmt.Sprintf("%s: %s is null, expected %s", what, p, t.elem.name))
-				continue
+				return
 			}
 			c.value(e, t.elem, p, what)
-		}
+		})
 	case vObject:
-		o, ok := v.(map[string]any)
+		o, ok := c.members(v)
 		if !ok {
 			wrong()
 			return
 		}
 		c.fields(o, t.fields, ptr, what)
 	case vTagged:
-		o, ok := v.(map[string]any)
+		o, ok := c.members(v)
 		if !ok {
 			wrong()
 			return
 		}
-		tp := ptrJoin(ptr, t.tag)
-		tv, present := o[t.tag]
-		if !present {
-			c.add(SevError, "missing-field", tp, fmt.Sprintf("%s: %s has no %q tag", what, ptrOrFrame(ptr), t.tag))
-			return
-		}
-		ts, ok := tv.(string)
-		if !ok {
-			c.add(SevError, "wrong-type", tp, fmt.Sprintf("%s: tag %q is %s, expected string", what, t.tag, jsonTypeName(tv)))
-			return
-		}
-		fs, known := t.vars[ts]
-		if !known {
-			c.add(SevError, "invalid-value", tp, fmt.Sprintf("%s: unknown %s %q (known: %s)", what, t.tag, ts, strings.Join(sortedKeys(t.vars), ", ")))
-			return
-		}
-		c.fields(o, fs, ptr, what+" "+ts)
-		if more := t.also[ts]; more != nil {
-			c.value(o, more, ptr, what+" "+ts)
-		}
+		c.tagged(o, t, ptr, what)
 	case vOneOf:
 		// Delegate to the one alternative of the value's JSON kind, so that
 		// "smart" against "Smart"|... reads as a bad enum value, not a type.
@@ -388,22 +590,47 @@ func (c *checker) value(v any, t *vt, ptr, what string) {
 				return
 			}
 		}
-		c.add(SevError, "wrong-type", ptr, fmt.Sprintf("%s: %s is %s, expected %s", what, ptrOrFrame(ptr), jsonTypeName(v), t.name))
+		wrong()
 	}
 }
 
-// kindAccepts reports whether a value's JSON kind fits a shape kind.
-func kindAccepts(k vkind, v any) bool {
-	switch v.(type) {
-	case string:
+// tagged checks an object discriminated by t.tag.
+func (c *checker) tagged(o robj, t *vt, ptr, what string) {
+	tp := ptrJoin(ptr, t.tag)
+	tv, present := o.get(t.tag)
+	if !present {
+		c.add(SevError, "missing-field", tp, fmt.Sprintf("%s: %s has no %q tag", what, ptrOrFrame(ptr), t.tag))
+		return
+	}
+	ts, ok := rawString(tv)
+	if !ok {
+		c.add(SevError, "wrong-type", tp, fmt.Sprintf("%s: tag %q is %s, expected string", what, t.tag, jsonType(tv)))
+		return
+	}
+	fs, known := t.vars[ts]
+	if !known {
+		c.add(SevError, "invalid-value", tp, fmt.Sprintf("%s: unknown %s %q (known: %s)", what, t.tag, ts, strings.Join(sortedKeys(t.vars), ", ")))
+		return
+	}
+	// messages name the innermost tag; the pointer says where it sits
+	c.fields(o, fs, ptr, ts)
+	if more := t.also[ts]; more != nil && more.kind == vTagged {
+		c.tagged(o, more, ptr, ts)
+	}
+}
+
+// kindAccepts reports whether a raw value's JSON kind fits a shape kind.
+func kindAccepts(k vkind, v []byte) bool {
+	switch jsonType(v) {
+	case "string":
 		return k == vString || k == vEnum || k == vAny
-	case bool:
+	case "boolean":
 		return k == vBool || k == vAny
-	case json.Number:
+	case "number":
 		return k == vNumber || k == vInt || k == vUint || k == vConst || k == vAny
-	case []any:
+	case "array":
 		return k == vArray || k == vAny
-	case map[string]any:
+	case "object":
 		return k == vObject || k == vTagged || k == vAny
 	}
 	return k == vAny
@@ -421,29 +648,28 @@ func sortedKeys[V any](m map[string]V) []string {
 	for k := range m {
 		out = append(out, k)
 	}
-	// small maps; insertion sort keeps this dependency-free
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j] < out[j-1]; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
+	sort.Strings(out)
 	return out
 }
 
-// evFrame decodes a frame and checks it is an object; on failure it reports
-// prefix.invalid-json / prefix.not-object and returns nil.
-func (c *checker) object(frame []byte) map[string]any {
-	v, err := evDecode(frame)
-	if err != nil {
-		c.add(SevError, "invalid-json", "", "frame is not valid JSON: "+err.Error())
-		return nil
+// object checks that frame is one valid JSON object and returns its
+// members; otherwise it reports prefix.invalid-json / prefix.not-object and
+// returns nil, false. (The Session reports non-JSON frames itself and does
+// not call Validate on them; direct callers get the same verdict here.)
+func (c *checker) object(frame []byte) (robj, bool) {
+	if c.arena == nil {
+		c.arena = make([]member, 0, 16)
 	}
-	o, ok := v.(map[string]any)
+	if !json.Valid(frame) {
+		c.add(SevError, "invalid-json", "", "frame is not valid JSON: "+excerpt(frame, 60))
+		return nil, false
+	}
+	o, ok := c.members(frame)
 	if !ok {
-		c.add(SevError, "not-object", "", "frame is JSON "+jsonTypeName(v)+", expected an object")
-		return nil
+		c.add(SevError, "not-object", "", "frame is JSON "+jsonType(frame)+", expected an object")
+		return nil, false
 	}
-	return o
+	return o, true
 }
 
 // evTable is the message catalogue of a protocol tagged by a "type" member:
@@ -463,19 +689,19 @@ type evUnknown struct {
 // top decodes frame, checks the tag and the fields of its type and returns
 // the decoded object and its type ("" when the frame could not be judged by
 // type).
-func (c *checker) top(dir Dir, frame []byte, tab *evTable) (map[string]any, string) {
-	o := c.object(frame)
-	if o == nil {
+func (c *checker) top(dir Dir, frame []byte, tab *evTable) (robj, string) {
+	o, ok := c.object(frame)
+	if !ok {
 		return nil, ""
 	}
-	tv, present := o["type"]
+	tv, present := o.get("type")
 	if !present {
 		c.add(SevError, "missing-type", "/type", `frame has no "type" member`)
 		return o, ""
 	}
-	ts, ok := tv.(string)
+	ts, ok := rawString(tv)
 	if !ok {
-		c.add(SevError, "wrong-type", "/type", `"type" is `+jsonTypeName(tv)+", expected string")
+		c.add(SevError, "wrong-type", "/type", `"type" is `+jsonType(tv)+", expected string")
 		return o, ""
 	}
 	mine, other, side, otherSide, unk := tab.in, tab.out, "parent", "child", tab.unknownIn

@@ -292,8 +292,10 @@ func TestPiFamilyShapeChecker(t *testing.T) {
 	}
 	for _, c := range cases {
 		ch := checker{p: "t"}
-		o := ch.object([]byte(c.in))
-		ch.value(o, shape, "", "test")
+		if _, ok := ch.object([]byte(c.in)); !ok {
+			t.Fatalf("%s: not an object", c.in)
+		}
+		ch.value([]byte(c.in), shape, "", "test")
 		if c.code == "" {
 			if len(ch.out) != 0 {
 				t.Errorf("%s: unexpected%s", c.in, fmtViolations(ch.out))
@@ -306,7 +308,7 @@ func TestPiFamilyShapeChecker(t *testing.T) {
 	}
 	for _, bad := range []string{`{"a":1} x`, `{"a":}`, `{`} {
 		ch := checker{p: "t"}
-		if ch.object([]byte(bad)) != nil || len(ch.out) != 1 || ch.out[0].Code != "t.invalid-json" {
+		if _, ok := ch.object([]byte(bad)); ok || len(ch.out) != 1 || ch.out[0].Code != "t.invalid-json" {
 			t.Errorf("%s: want t.invalid-json, got%s", bad, fmtViolations(ch.out))
 		}
 	}

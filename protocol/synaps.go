@@ -126,16 +126,16 @@ func (synapsProto) Validate(dir Dir, frame []byte, info Info) []Violation {
 	o, typ := c.top(dir, frame, &synapsTable)
 	switch typ {
 	case "ready":
-		if n, ok := o["protocol_version"]; ok && !isConstNumber(n, 1) {
+		if n, ok := o.get("protocol_version"); ok && jsonType(n) == "number" && !rawIsInt(n, 1) {
 			c.add(SevError, "unsupported-version", "/protocol_version",
-				fmt.Sprintf("ready announces protocol_version %v; synaps-bridge RPC v1 requires 1 and the parent must refuse anything else", n))
+				fmt.Sprintf("ready announces protocol_version %s; synaps-bridge RPC v1 requires 1 and the parent must refuse anything else", n))
 		}
 	case "shutdown":
-		if _, ok := o["id"]; ok {
+		if o.has("id") {
 			c.add(SevWarning, "unexpected-id", "/id", "shutdown carries no id and is never answered; a parent waiting for a response to this id will wait forever")
 		}
 	case "response":
-		cmd, _ := o["command"].(string)
+		cmd, _ := o.str("command")
 		if body, ok := synapsBodies[cmd]; ok {
 			sub := checker{p: "synaps"}
 			sub.fields(o, body, "", "response to "+cmd)
@@ -180,12 +180,6 @@ func (synapsProto) Pair(dir Dir, info Info) (string, PairRole) {
 		return "", PairNone
 	}
 	return info.ID, PairClose
-}
-
-func isConstNumber(v any, n int64) bool {
-	c := checker{}
-	c.value(v, &vt{kind: vConst, ival: n, name: ""}, "", "")
-	return v != nil && len(c.out) == 0
 }
 
 // sniffSynaps scores one of the first frames.
@@ -244,4 +238,7 @@ func sniffSynaps(dir Dir, frame []byte) int {
 	return 0
 }
 
-func init() { register(synapsProto{}, 50, sniffSynaps) }
+func init() {
+	internNames(&synapsTable)
+	register(synapsProto{}, 50, sniffSynaps)
+}
