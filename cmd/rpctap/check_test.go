@@ -218,3 +218,76 @@ func TestCheckBadInput(t *testing.T) {
 		t.Errorf("bad format: exit %d, want 2", code)
 	}
 }
+
+// Records with Part set are pieces of one over-long line; check joins them
+// and judges the whole frame once, under the first piece's record number.
+func TestCheckJoinsParts(t *testing.T) {
+	prompt := `{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":"` +
+		strings.Repeat("long ", 50) + `"}]}}`
+	part := func(d cassette.Dir, s string, more bool) cassette.Record {
+		eol := "\n"
+		if more {
+			eol = ""
+		}
+		r := cassette.NewLineRecord(cassette.KindFrame, d, []byte(s), eol)
+		r.Part = more
+		return r
+	}
+	recs := []cassette.Record{
+		part(cassette.DirIn, cleanACP[0].text, false),
+		part(cassette.DirOut, cleanACP[1].text, false),
+		part(cassette.DirIn, prompt[:40], true),
+		part(cassette.DirIn, prompt[40:200], true),
+		part(cassette.DirIn, prompt[200:], false),
+		part(cassette.DirOut, `{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}`, false),
+	}
+	p := writeCassette(t, t.TempDir(), "parts.cassette", "acp", nil, recs...)
+	code, out, _ := runMain("check", p)
+	if code != ExitOK || !strings.Contains(out, "4 frames: 0 errors, 0 warnings") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+	// The same pieces with the middle one lost: the joined frame is not
+	// JSON and is reported at the first piece's record; the answer to it
+	// then names an unknown id.
+	recs = append(recs[:3], recs[4:]...)
+	p = writeCassette(t, t.TempDir(), "parts.cassette", "acp", nil, recs...)
+	code, out, _ = runMain("check", p)
+	if code != ExitFindings || !strings.Contains(out, "warning session.non-json-stdin") || !strings.Contains(out, "record 3 in:") ||
+		!strings.Contains(out, "error session.unknown-response-id") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+}
+
+// Socket mode: each connection is its own session with its own ids.
+func TestCheckConnections(t *testing.T) {
+	var recs []cassette.Record
+	for _, conn := range []int{1, 2} {
+		recs = append(recs, cassette.Record{K: cassette.KindEvent, Ev: cassette.EventConnOpen, Conn: conn})
+	}
+	for i, l := range cleanACP[:4] {
+		for _, conn := range []int{1, 2} {
+			if conn == 2 && i == 3 {
+				continue // connection 2 never gets its session/new answered
+			}
+			r := cassette.NewLineRecord(cassette.KindFrame, l.dir, []byte(l.text), "\n")
+			r.Conn = conn
+			recs = append(recs, r)
+		}
+	}
+	recs = append(recs, cassette.Record{K: cassette.KindEvent, Ev: cassette.EventConnClose, Conn: 1})
+	p := writeCassette(t, t.TempDir(), "socket.cassette", "acp", nil, recs...)
+	code, out, _ := runMain("check", "--format", "json", p)
+	if code != ExitOK {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	var doc struct {
+		Files []checkReport `json:"files"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	f := doc.Files[0].Findings
+	if len(f) != 1 || f[0].Code != "session.unanswered" || f[0].Conn != 2 {
+		t.Errorf("want one unanswered request on connection 2 (ids repeat across connections legally), got %+v", f)
+	}
+}
