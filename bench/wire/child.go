@@ -179,7 +179,7 @@ func runChild(p params, stdin io.Reader, stdout io.Writer) error {
 	var buf []byte
 	var mbFrames [][]byte
 	if p.Workload == "mb" {
-		mbFrames = makeMBFrames(cur, sid)
+		mbFrames = makeMBFrames(cur, sid, min(24, p.N))
 	}
 	prompts, perms := 0, 0
 	for {
@@ -349,10 +349,10 @@ func childStream(p params, out *lineWriter, cur *cursor, sid string, id []byte) 
 
 const mbFrameSize = 1 << 20
 
-// makeMBFrames builds 24 distinct frames of exactly 1 MiB; cycling through
-// them repeats content only every 24 MiB, far outside zstd's window.
-func makeMBFrames(cur *cursor, sid string) [][]byte {
-	frames := make([][]byte, 24)
+// makeMBFrames builds n (up to 24) distinct frames of exactly 1 MiB; cycling
+// through 24 repeats content only every 24 MiB, far outside zstd's window.
+func makeMBFrames(cur *cursor, sid string, n int) [][]byte {
+	frames := make([][]byte, max(n, 1))
 	for i := range frames {
 		over := len(appendToolResult(nil, sid, i, nil))
 		frames[i] = appendToolResult(make([]byte, 0, mbFrameSize), sid, i, cur.takeExact(mbFrameSize-over))

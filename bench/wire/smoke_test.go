@@ -16,6 +16,11 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == childMarker {
 		os.Exit(childMain(os.Args[2:]))
 	}
+	// Under -race every child would sleep 1 s at exit (GORACE
+	// atexit_sleep_ms defaults to 1000); the smoke test starts dozens.
+	if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
+		os.Setenv("GORACE", strings.TrimSpace(g+" atexit_sleep_ms=0"))
+	}
 	os.Exit(m.Run())
 }
 
@@ -25,14 +30,18 @@ func TestMain(m *testing.M) {
 // present and non-zero. No timing is asserted.
 func TestSmoke(t *testing.T) {
 	cfg, err := parseFlags([]string{"--quick", "--reps", "1", "--setups", "direct,cat",
-		"--ping-n", "200", "--mix-turns", "6", "--stream-bytes", "2000000", "--mb-frames", "4",
+		"--ping-n", "200", "--mix-turns", "6", "--stream-bytes", "1000000", "--mb-frames", "3",
 		"--rss-sizes", "1", "--stall", "50ms"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.PoolSize = 4 << 20
-	cfg.StallBytes = 8e6
-	rep, err := run(cfg, io.Discard)
+	cfg.PoolSize = 3 << 20
+	cfg.StallBytes = 6e6
+	var log io.Writer = io.Discard
+	if testing.Verbose() {
+		log = os.Stderr
+	}
+	rep, err := run(cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +116,7 @@ func TestFrames(t *testing.T) {
 		add(p)
 		add(q)
 	}
-	for i, f := range makeMBFrames(cur, sid) {
+	for i, f := range makeMBFrames(cur, sid, 3) {
 		if len(f) != mbFrameSize {
 			t.Fatalf("mb frame %d: %d bytes", i, len(f))
 		}
