@@ -1,0 +1,203 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gdamore/tcell/v2"
+	"github.com/rpctap/rpctap/viewer"
+	"github.com/spf13/pflag"
+)
+
+// viewOptions are the flags of `rpctap view`.
+type viewOptions struct {
+	Dir    string // the picker's directory
+	Follow bool
+	Dump   string // WxH: draw headless, print the screen, exit
+	Keys   string // keys typed before --dump prints
+}
+
+func init() {
+	register(&command{
+		Name:    "view",
+		Summary: "inspect a cassette in the terminal: frames, detail, filter, transcript, stats",
+		Usage:   "view [flags] [CASSETTE]",
+		Long: `Opens a cassette in a terminal inspector: a list of every frame (time since
+start, delta, direction, kind, method/type, id, size, latency of responses,
+a mark on frames with violations) with stderr lines and process events
+interleaved; a detail pane with the frame as coloured JSON, its violations
+and a jump to its paired request or response; a filter bar and search; a
+transcript that folds streamed chunks into text per turn; statistics per
+method (counts, latency p50/p90/p99/max, unanswered requests). Press ? for
+every key.
+
+Without CASSETTE it shows a picker over the cassette directory (the same as
+'rpctap record' uses: -o/--dir, $RPCTAP_DIR, $XDG_STATE_HOME/rpctap/cassettes
+or ~/.local/state/rpctap/cassettes), newest first, updated as recordings
+appear.
+
+A cassette still being written (no end record yet) is followed: new records
+appear as they are recorded and the list sticks to the bottom until you move.
+A cassette whose recorder was killed opens with the cut shown in the title.
+A file that is not a cassette, or is corrupt from its start, is reported on
+one line with exit status 4 before the screen opens.
+
+--dump WxH draws the screen without a terminal after typing --keys and
+prints it as text (for scripts, bug reports and tests). Keys are typed as
+written; <enter>, <esc>, <tab>, <bs>, <up>, <down>, <pgup>, <pgdn>, <home>,
+<end>, <c-d> and <c-u> name special keys.`,
+		Example: `  rpctap view                                  # pick a recording
+  rpctap view session.cassette
+  rpctap view --follow live.cassette            # while 'rpctap record' writes it
+  rpctap view --dump 120x40 --keys 's' session.cassette   # print the stats screen`,
+		Flags: func(fs *pflag.FlagSet) func([]string, Stdio) error {
+			o := &viewOptions{}
+			fs.StringVarP(&o.Dir, "dir", "o", "", "cassette directory for the picker (default: as for record)")
+			fs.BoolVarP(&o.Follow, "follow", "f", false, "follow new records (automatic for a cassette without an end record)")
+			fs.StringVar(&o.Dump, "dump", "", "draw headless at WIDTHxHEIGHT, print the screen and exit")
+			fs.StringVar(&o.Keys, "keys", "", "with --dump: keys to type first")
+			return func(args []string, stdio Stdio) error { return runView(o, args, stdio) }
+		},
+	})
+}
+
+// viewCassetteDir is the directory the picker lists, resolved like record's.
+func viewCassetteDir(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	if d := os.Getenv("RPCTAP_DIR"); d != "" {
+		return d
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "rpctap", "cassettes")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return filepath.Join(".", "cassettes")
+	}
+	return filepath.Join(home, ".local", "state", "rpctap", "cassettes")
+}
+
+func runView(o *viewOptions, args []string, stdio Stdio) error {
+	if len(args) > 1 {
+		return Usagef("view takes at most one cassette (got %d arguments)", len(args))
+	}
+	if o.Keys != "" && o.Dump == "" {
+		return Usagef("--keys needs --dump")
+	}
+	var w, h int
+	if o.Dump != "" {
+		var err error
+		if w, h, err = viewer.ParseSize(o.Dump); err != nil {
+			return Usagef("--dump: %v", err)
+		}
+	}
+	path := ""
+	if len(args) == 1 {
+		path = args[0]
+	} else {
+		dir := viewCassetteDir(o.Dir)
+		if o.Dump != "" {
+			return dumpPicker(dir, w, h, o.Keys, stdio)
+		}
+		screen, err := newTerminalScreen()
+		if err != nil {
+			return err
+		}
+		path, err = viewer.NewPicker(dir, screen).Run()
+		if err != nil {
+			return fmt.Errorf("view: %v", err)
+		}
+		if path == "" {
+			return nil // the user quit the picker
+		}
+	}
+	src, err := openForView(path)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	store := viewer.NewStore(src)
+	follow := o.Follow || (!src.Ended() && src.X.TailError() == nil)
+	opts := viewer.Options{Name: path, Follow: follow,
+		Follower: &viewer.Follower{Store: store, Path: path}}
+	if o.Dump != "" {
+		return dumpView(store, opts, w, h, o.Keys, stdio)
+	}
+	screen, err := newTerminalScreen()
+	if err != nil {
+		return err
+	}
+	opts.Screen = screen
+	if err := viewer.New(store, opts).Run(); err != nil {
+		return fmt.Errorf("view: %v", err)
+	}
+	return nil
+}
+
+// openForView opens a cassette or says in one line why it cannot (exit 4).
+func openForView(path string) (*viewer.IndexSource, error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return nil, Inputf("%s: is a directory (rpctap view DIR? use --dir DIR for the picker)", path)
+	}
+	src, err := viewer.OpenCassette(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, Inputf("%s: %v", path, pe.Err)
+		}
+		return nil, Inputf("%s: %v", path, err)
+	}
+	return src, nil
+}
+
+func newTerminalScreen() (tcell.Screen, error) {
+	screen, err := tcell.NewScreen()
+	if err != nil {
+		return nil, fmt.Errorf("view needs a terminal: %v (try --dump WxH)", err)
+	}
+	return screen, nil
+}
+
+func dumpView(store *viewer.Store, opts viewer.Options, w, h int, keys string, stdio Stdio) error {
+	scr := tcell.NewSimulationScreen("UTF-8")
+	opts.Screen = scr
+	opts.Follower = nil
+	app := viewer.New(store, opts)
+	defer app.Close()
+	scr.SetSize(w, h)
+	if err := app.Settle(30 * time.Second); err != nil {
+		return err
+	}
+	app.Draw()
+	if err := app.Type(keys); err != nil {
+		return err
+	}
+	if !app.Done() {
+		app.Draw()
+	}
+	_, err := fmt.Fprint(stdio.Out, viewer.ScreenText(scr))
+	return err
+}
+
+func dumpPicker(dir string, w, h int, keys string, stdio Stdio) error {
+	scr := tcell.NewSimulationScreen("UTF-8")
+	p := viewer.NewPicker(dir, scr)
+	scr.SetSize(w, h)
+	p.Draw()
+	for _, r := range keys {
+		ev := tcell.NewEventKey(tcell.KeyRune, r, tcell.ModNone)
+		if r == '\n' {
+			ev = tcell.NewEventKey(tcell.KeyEnter, 0, tcell.ModNone)
+		}
+		p.Key(ev)
+		p.Draw()
+	}
+	_, err := fmt.Fprint(stdio.Out, viewer.ScreenText(scr))
+	return err
+}

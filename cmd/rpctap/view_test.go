@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rpctap/rpctap/cassette"
+)
+
+// writeViewCassette writes a small ACP session; end=false leaves it as a
+// killed recorder would (no end record).
+func writeViewCassette(t *testing.T, path string, end bool) {
+	t.Helper()
+	w, err := cassette.Create(path, cassette.Header{Protocol: "acp", Argv: []string{"agent"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames := []struct {
+		d  cassette.Dir
+		ms int64
+		js string
+	}{
+		{cassette.DirIn, 1, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`},
+		{cassette.DirOut, 4, `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}`},
+		{cassette.DirIn, 5, `{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}`},
+		{cassette.DirOut, 9, `{"jsonrpc":"2.0","id":2,"result":{"sessionId":"s"}}`},
+		{cassette.DirIn, 10, `{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"hi"}]}}`},
+		{cassette.DirOut, 30, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Hello "}}}}`},
+		{cassette.DirOut, 35, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"world"}}}}`},
+		{cassette.DirOut, 40, `{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}`},
+	}
+	for _, f := range frames {
+		r := cassette.Record{K: cassette.KindFrame, T: f.ms * 1e6, D: f.d, JSON: json.RawMessage(f.js), EOL: "\n"}
+		if err := w.Append(&r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if end {
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	} else if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func viewMain(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := Main(args, Stdio{In: strings.NewReader(""), Out: &out, Err: &errb})
+	return code, out.String(), errb.String()
+}
+
+func TestViewDump(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.cassette")
+	writeViewCassette(t, path, true)
+
+	code, out, errs := viewMain("view", "--dump", "120x20", path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"session/prompt", "initialize", "30.0ms", "acp", "10 records"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("list lacks %q:\n%s", want, out)
+		}
+	}
+	// Unclassified frames are classified with the header's protocol, and
+	// responses are paired: the prompt's response shows its latency.
+	if !strings.Contains(out, "30.0ms") {
+		t.Errorf("no latency on the prompt's response:\n%s", out)
+	}
+
+	code, out, _ = viewMain("view", "--dump", "120x30", "--keys", "t", path)
+	if code != 0 || !strings.Contains(out, "Hello world") || !strings.Contains(out, "first chunk 20.0ms") {
+		t.Errorf("transcript (exit %d):\n%s", code, out)
+	}
+	code, out, _ = viewMain("view", "--dump", "120x30", "--keys", "s", path)
+	if code != 0 || !strings.Contains(out, "requests never answered: none") {
+		t.Errorf("stats (exit %d):\n%s", code, out)
+	}
+	// q quits: nothing is drawn after it, and the exit status is 0.
+	if code, _, _ = viewMain("view", "--dump", "80x10", "--keys", "q", path); code != 0 {
+		t.Errorf("q: exit %d", code)
+	}
+}
+
+func TestViewTruncatedFollows(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cut.cassette")
+	writeViewCassette(t, path, false)
+	code, out, errs := viewMain("view", "--dump", "140x16", path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, "truncated after record 8") || !strings.Contains(out, "FOLLOW") {
+		t.Errorf("a cassette without an end record should open followed, with the cut shown:\n%s", out)
+	}
+	if !strings.Contains(out, "▶") {
+		t.Errorf("no selected row:\n%s", out)
+	}
+}
