@@ -3,7 +3,6 @@ package replay
 import (
 	"bytes"
 	"encoding/json"
-	"strings"
 )
 
 // dialect is what replay must know about a protocol's wire to stand in for
@@ -225,55 +224,3 @@ func mustJSON(v any) []byte {
 	return bytes.TrimRight(b.Bytes(), "\n")
 }
 
-// sniff guesses the protocol of a cassette with no protocol in its header,
-// from its first JSON frames.
-func sniff(frames []*Frame) string {
-	for _, f := range frames {
-		obj, ok := f.Value.(map[string]any)
-		if !ok {
-			continue
-		}
-		if _, ok := obj["jsonrpc"]; ok {
-			if obj["method"] == "initialize" {
-				if p, ok := obj["params"].(map[string]any); ok {
-					switch p["protocolVersion"].(type) {
-					case json.Number:
-						return "acp"
-					case string:
-						return "mcp"
-					}
-				}
-			}
-			if m, _ := obj["method"].(string); strings.HasPrefix(m, "session/") {
-				return "acp"
-			}
-			if m, _ := obj["method"].(string); m == "server/discover" || strings.HasPrefix(m, "tools/") || strings.HasPrefix(m, "notifications/") {
-				return "mcp"
-			}
-			continue
-		}
-		t, _ := obj["type"].(string)
-		switch {
-		case t == "ready" && f.Dir == dirOut:
-			return "synaps"
-		case t == "rpc_ready":
-			return "opi"
-		case t == "response" && f.Dir == dirOut:
-			if _, ok := obj["success"]; ok {
-				return "pi"
-			}
-			return "synaps"
-		}
-		if _, ok := obj["is_reattach"]; ok {
-			return "brainwires"
-		}
-	}
-	for _, f := range frames {
-		if obj, ok := f.Value.(map[string]any); ok {
-			if _, ok := obj["jsonrpc"]; ok {
-				return "jsonrpc"
-			}
-		}
-	}
-	return "raw"
-}

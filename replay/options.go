@@ -138,3 +138,24 @@ type Result struct {
 
 // Diverged reports whether anything differed.
 func (r *Result) Diverged() bool { return r != nil && len(r.Divergences) > 0 }
+
+// CheckIgnore reports whether the ignore patterns are well formed.
+func CheckIgnore(patterns ...string) error {
+	_, err := compileIgnores(patterns)
+	return err
+}
+
+// Check reports whether rec can be replayed with opts (frames present, the
+// connection exists, the protocol agrees, the ignore patterns are well
+// formed) and returns the protocol the replay will use.
+func Check(rec *Recording, opts ...Option) (string, error) {
+	o := defaults()
+	for _, opt := range opts {
+		opt(o)
+	}
+	e, err := newEngine(rec, roleParent, o)
+	if err != nil {
+		return "", err
+	}
+	return e.s.d.name, nil
+}

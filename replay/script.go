@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/protocol"
 )
 
 // Recording is a cassette read into memory, ready to be replayed any number
@@ -180,7 +181,7 @@ func (r *Recording) prepare(conn int, connSet bool, protoOverride string) (*sess
 
 	proto := r.Protocol
 	if proto == "" {
-		proto = sniff(frames)
+		proto = detect(frames)
 	}
 	if protoOverride != "" && protoOverride != proto {
 		if r.Protocol != "" || !compatible(protoOverride, proto) {
@@ -245,6 +246,26 @@ func (s *session) pairResponses() {
 			}
 		}
 	}
+}
+
+// detect names the protocol of a cassette whose header and meta records do
+// not: the protocol package's Detector over the first frames.
+func detect(frames []*Frame) string {
+	var df []protocol.DirFrame
+	for _, f := range frames {
+		dir := protocol.FromChild
+		if f.Dir == dirIn {
+			dir = protocol.FromParent
+		}
+		df = append(df, protocol.DirFrame{Dir: dir, Frame: f.Raw})
+		if len(df) == protocol.DetectFrames {
+			break
+		}
+	}
+	if name := protocol.Detect(df); name != "" {
+		return name
+	}
+	return "raw"
 }
 
 func payloadOf(rec *cassette.Record) []byte {

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+
+	"github.com/rpctap/rpctap/protocol"
+	"github.com/rpctap/rpctap/replay"
+	"github.com/spf13/pflag"
+)
+
+// replayFlags are the matching flags shared by replay, verify and diff.
+type replayFlags struct {
+	Ignore     []string
+	NoDefaults bool
+	Protocol   string
+	Conn       int
+	Window     int
+}
+
+func (f *replayFlags) define(fs *pflag.FlagSet, window bool) {
+	fs.StringArrayVar(&f.Ignore, "ignore", nil, "leave a field out of comparisons: a JSON pointer such as /params/cwd, with * and ** segments (/params/**/timestamp); repeatable")
+	fs.BoolVar(&f.NoDefaults, "no-default-ignores", false, "do not ignore the protocol's volatile fields (session ids, cwd, timestamps, ...)")
+	fs.StringVar(&f.Protocol, "protocol", "", "the cassette's protocol, when it does not say (acp, mcp, jsonrpc, synaps, opi, pi, brainwires, raw)")
+	fs.IntVar(&f.Conn, "conn", -1, "socket-mode cassettes: the connection to use (1, 2, ...)")
+	if window {
+		fs.IntVar(&f.Window, "window", 16, "how many pending recorded frames an arriving frame may match out of order")
+	}
+}
+
+// options checks the shared flags and turns them into replay options.
+func (f *replayFlags) options(fs *pflag.FlagSet) ([]replay.Option, error) {
+	var opts []replay.Option
+	if f.Protocol != "" {
+		if _, err := protocol.Lookup(f.Protocol); err != nil {
+			return nil, Usagef("--protocol: %v", err)
+		}
+		opts = append(opts, replay.WithProtocol(f.Protocol))
+	}
+	if fs.Changed("conn") {
+		if f.Conn < 0 {
+			return nil, Usagef("--conn must be 0 or more")
+		}
+		opts = append(opts, replay.WithConn(f.Conn))
+	}
+	if err := replay.CheckIgnore(f.Ignore...); err != nil {
+		return nil, Usagef("--ignore: %v", err)
+	}
+	opts = append(opts, replay.WithIgnore(f.Ignore...))
+	if f.NoDefaults {
+		opts = append(opts, replay.WithoutDefaultIgnores())
+	}
+	if f.Window != 0 {
+		if f.Window < 1 {
+			return nil, Usagef("--window must be at least 1")
+		}
+		opts = append(opts, replay.WithWindow(f.Window))
+	}
+	return opts, nil
+}
+
+type replayOptions struct {
+	replayFlags
+	Speed  float64
+	Strict bool
+}
+
+func init() {
+	register(&command{
+		Name:    "replay",
+		Summary: "stand in for a recorded child: answer the parent from a cassette",
+		Usage:   "replay [flags] CASSETTE",
+		Long: `Plays the child's side of a recording. Put 'rpctap replay CASSETTE' where the
+child's command goes; the parent cannot tell the difference as long as it sends
+what it sent during the recording.
+
+Each recorded child frame (responses, notifications, events, and requests the
+child made, such as ACP session/request_permission or MCP sampling) is sent
+once every parent frame recorded before it has arrived and matched, after its
+recorded delay divided by --speed. Parent frames match recorded ones by kind,
+method or type and body; ids are not compared but mapped, so each response
+carries the id the parent used. Recorded stderr is replayed on stderr, and the
+recorded exit status becomes rpctap's.
+
+A frame that matches nothing gets the protocol's error reply (JSON-RPC error,
+synaps error, opi/pi success:false) and a report on stderr; the replay carries
+on. --strict makes any divergence exit 1. A cassette cut off by a SIGKILL
+replays what it holds, then waits for the parent to close stdin.
+See docs/replay.md.`,
+		Example: `  rpctap replay session.cassette                  # as the agent command
+  rpctap replay --speed 0 --strict session.cassette
+  rpctap replay --ignore /params/cwd --ignore '/params/**/timestamp' s.cassette`,
+		Flags: func(fs *pflag.FlagSet) func([]string, Stdio) error {
+			o := &replayOptions{}
+			fs.Float64Var(&o.Speed, "speed", 1, "pacing: 1 keeps recorded delays, 2 halves them, 0 answers as fast as causality allows")
+			fs.BoolVar(&o.Strict, "strict", false, "exit 1 if the parent diverged from the recording (for CI)")
+			o.define(fs, true)
+			return func(args []string, stdio Stdio) error {
+				if len(args) != 1 {
+					return Usagef("replay needs exactly one cassette (got %d arguments)", len(args))
+				}
+				if o.Speed < 0 {
+					return Usagef("--speed must be 0 or more")
+				}
+				opts, err := o.options(fs)
+				if err != nil {
+					return err
+				}
+				return runReplay(args[0], o, opts, stdio)
+			}
+		},
+	})
+}
+
+func runReplay(path string, o *replayOptions, opts []replay.Option, stdio Stdio) error {
+	rec, err := replay.Open(path)
+	if err != nil {
+		return Inputf("replay: %v", err)
+	}
+	if rec.Truncated != "" {
+		fmt.Fprintf(stdio.Err, "rpctap replay: warning: %s is %s; replaying the complete records\n", path, rec.Truncated)
+	}
+	opts = append(opts, replay.WithSpeed(o.Speed), replay.WithStrict(o.Strict),
+		replay.WithReport(stdio.Err), replay.WithName("rpctap replay"))
+	res, err := replay.RunChild(context.Background(), rec, stdio.In, stdio.Out, stdio.Err, opts...)
+	switch {
+	case res == nil:
+		return Inputf("replay: %v", err)
+	case errors.Is(err, replay.ErrDiverged):
+		return Findingsf("replay: %d divergence(s) from %s", len(res.Divergences), path)
+	case err != nil && !isBrokenPipe(err):
+		return fmt.Errorf("replay: %v", err)
+	}
+	if res.Exit != nil && res.Exit.Code != 0 {
+		return Exit(res.Exit.Code)
+	}
+	return nil
+}
+
+// isBrokenPipe: the parent went away (closed our stdout); a real child would
+// die of SIGPIPE or EPIPE, nothing for rpctap to report.
+func isBrokenPipe(err error) bool {
+	return errors.Is(err, syscall.EPIPE) || errors.Is(err, io.ErrClosedPipe) || errors.Is(err, os.ErrClosed)
+}

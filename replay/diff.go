@@ -1,0 +1,244 @@
+package replay
+
+import (
+	"fmt"
+)
+
+// FrameDiff is one difference between two cassettes.
+type FrameDiff struct {
+	Op     string     `json:"op"`          // "changed", "removed" (only in A), "added" (only in B)
+	A      uint64     `json:"a,omitempty"` // record number in A
+	B      uint64     `json:"b,omitempty"` // record number in B
+	Dir    string     `json:"dir"`         // in, out
+	Kind   string     `json:"kind"`
+	Method string     `json:"method,omitempty"`
+	Diff   []PathDiff `json:"diff,omitempty"`  // changed: A -> B
+	Frame  string     `json:"frame,omitempty"` // removed, added: the frame (redacted, shortened)
+}
+
+// CassetteDiff is the semantic difference of two cassettes.
+type CassetteDiff struct {
+	A        string      `json:"a"`
+	B        string      `json:"b"`
+	Protocol string      `json:"protocol"`
+	Same     int         `json:"same"` // frames equal under the rules
+	Frames   []FrameDiff `json:"frames"`
+	ExitA    *Exit       `json:"exit_a,omitempty"`
+	ExitB    *Exit       `json:"exit_b,omitempty"`
+	ExitDiff bool        `json:"exit_differs,omitempty"`
+}
+
+// Different reports whether the cassettes differ.
+func (d *CassetteDiff) Different() bool { return len(d.Frames) > 0 || d.ExitDiff }
+
+// Diff compares the frames of two recordings. Frames are aligned in causal
+// (recorded) order by direction, kind and method or type, with a minimal
+// edit script (Myers), then each aligned pair is compared under the same
+// rules replay matches with: ids left out (responses are known by their
+// request's method), the protocol's volatile fields and the WithIgnore
+// patterns left out, times never compared. Stderr lines are not compared.
+// The options used are WithIgnore, WithoutDefaultIgnores, WithProtocol and
+// WithConn.
+func Diff(a, b *Recording, opts ...Option) (*CassetteDiff, error) {
+	o := defaults()
+	for _, opt := range opts {
+		opt(o)
+	}
+	ea, err := newEngine(a, roleParent, o)
+	if err != nil {
+		return nil, err
+	}
+	ob := *o
+	ob.protocol = ea.s.d.name
+	eb, err := newEngine(b, roleParent, &ob)
+	if err != nil {
+		return nil, fmt.Errorf("%v (A is %s)", err, ea.s.d.name)
+	}
+	fa, fb := diffFrames(ea), diffFrames(eb)
+	out := &CassetteDiff{A: a.Name, B: b.Name, Protocol: ea.s.d.name, ExitA: ea.res.Exit, ExitB: eb.res.Exit}
+	// Two passes, as a line diff with refinement: first align frames that
+	// are equal under the rules, then, inside each run of unaligned frames,
+	// pair those with the same direction, kind and method as changed.
+	full := func(fs []*estep) []string {
+		k := make([]string, len(fs))
+		for i, s := range fs {
+			k[i] = diffKey(s) + "\x00" + string(mustJSON(s.norm))
+		}
+		return k
+	}
+	var runA, runB []int
+	flush := func() {
+		ka, kb := make([]string, len(runA)), make([]string, len(runB))
+		for i, x := range runA {
+			ka[i] = diffKey(fa[x])
+		}
+		for i, y := range runB {
+			kb[i] = diffKey(fb[y])
+		}
+		for _, op := range align(ka, kb) {
+			switch {
+			case op.i >= 0 && op.j >= 0:
+				x, y := fa[runA[op.i]], fb[runB[op.j]]
+				out.Frames = append(out.Frames, FrameDiff{Op: "changed", A: x.frame.Record, B: y.frame.Record,
+					Dir: string(x.frame.Dir), Kind: x.frame.Kind, Method: x.frame.Method, Diff: diffValues(x.norm, y.norm, 20)})
+			case op.i >= 0:
+				x := fa[runA[op.i]]
+				out.Frames = append(out.Frames, FrameDiff{Op: "removed", A: x.frame.Record, Dir: string(x.frame.Dir),
+					Kind: x.frame.Kind, Method: x.frame.Method, Frame: showFrame(x.frame)})
+			default:
+				y := fb[runB[op.j]]
+				out.Frames = append(out.Frames, FrameDiff{Op: "added", B: y.frame.Record, Dir: string(y.frame.Dir),
+					Kind: y.frame.Kind, Method: y.frame.Method, Frame: showFrame(y.frame)})
+			}
+		}
+		runA, runB = runA[:0], runB[:0]
+	}
+	for _, op := range align(full(fa), full(fb)) {
+		switch {
+		case op.i >= 0 && op.j >= 0:
+			flush()
+			out.Same++
+		case op.i >= 0:
+			runA = append(runA, op.i)
+		default:
+			runB = append(runB, op.j)
+		}
+	}
+	flush()
+	switch {
+	case out.ExitA == nil && out.ExitB == nil:
+	case out.ExitA == nil || out.ExitB == nil:
+		out.ExitDiff = true
+	default:
+		out.ExitDiff = *out.ExitA != *out.ExitB
+	}
+	return out, nil
+}
+
+// diffFrames returns the frame steps of e, both directions normalized.
+func diffFrames(e *engine) []*estep {
+	var out []*estep
+	for _, st := range e.steps {
+		if st.kind != stepFrame {
+			continue
+		}
+		if st.norm == nil {
+			st.norm = e.normalize(st.frame)
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+func diffKey(s *estep) string {
+	return string(s.frame.Dir) + "\x00" + s.frame.Kind + "\x00" + s.frame.Method
+}
+
+// editOp aligns element i of a with element j of b; -1 marks a gap.
+type editOp struct{ i, j int }
+
+// maxEdit bounds the work of align: beyond this many insertions and
+// deletions the rest is aligned greedily (position by position).
+const maxEdit = 4000
+
+// align returns a minimal alignment of a and b (Myers' O(ND) algorithm).
+func align(a, b []string) []editOp {
+	n, m := len(a), len(b)
+	max := n + m
+	if max == 0 {
+		return nil
+	}
+	limit := min(max, maxEdit)
+	off := limit + 1
+	v := make([]int, 2*limit+3)
+	var trace [][]int
+	found := -1
+	for d := 0; d <= limit && found < 0; d++ {
+		snap := make([]int, len(v))
+		copy(snap, v)
+		trace = append(trace, snap)
+		for k := -d; k <= d; k += 2 {
+			var x int
+			if k == -d || (k != d && v[off+k-1] < v[off+k+1]) {
+				x = v[off+k+1] // down: insertion from b
+			} else {
+				x = v[off+k-1] + 1 // right: deletion from a
+			}
+			y := x - k
+			for x < n && y < m && a[x] == b[y] {
+				x++
+				y++
+			}
+			v[off+k] = x
+			if x >= n && y >= m {
+				found = d
+				break
+			}
+		}
+	}
+	if found < 0 {
+		return greedyAlign(a, b)
+	}
+	// Walk the trace back from (n, m).
+	var rev []editOp
+	x, y := n, m
+	for d := found; d > 0; d-- {
+		vd := trace[d]
+		k := x - y
+		var pk int
+		if k == -d || (k != d && vd[off+k-1] < vd[off+k+1]) {
+			pk = k + 1
+		} else {
+			pk = k - 1
+		}
+		px := vd[off+pk]
+		py := px - pk
+		for x > px && y > py {
+			x--
+			y--
+			rev = append(rev, editOp{x, y})
+		}
+		if x == px {
+			y--
+			rev = append(rev, editOp{-1, y})
+		} else {
+			x--
+			rev = append(rev, editOp{x, -1})
+		}
+	}
+	for x > 0 && y > 0 {
+		x--
+		y--
+		rev = append(rev, editOp{x, y})
+	}
+	ops := make([]editOp, len(rev))
+	for i := range rev {
+		ops[i] = rev[len(rev)-1-i]
+	}
+	return ops
+}
+
+// greedyAlign pairs equal keys in order, for inputs too different for align.
+func greedyAlign(a, b []string) []editOp {
+	var ops []editOp
+	j := 0
+	for i := range a {
+		k := j
+		for k < len(b) && k < j+64 && b[k] != a[i] {
+			k++
+		}
+		if k < len(b) && b[k] == a[i] {
+			for ; j < k; j++ {
+				ops = append(ops, editOp{-1, j})
+			}
+			ops = append(ops, editOp{i, j})
+			j++
+			continue
+		}
+		ops = append(ops, editOp{i, -1})
+	}
+	for ; j < len(b); j++ {
+		ops = append(ops, editOp{-1, j})
+	}
+	return ops
+}
