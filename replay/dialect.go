@@ -223,4 +223,3 @@ func mustJSON(v any) []byte {
 	}
 	return bytes.TrimRight(b.Bytes(), "\n")
 }
-
