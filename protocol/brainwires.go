@@ -157,7 +157,7 @@ func (brainwiresProto) Validate(dir Dir, frame []byte, info Info) []Violation {
 		} else {
 			c.fields(o, bwHandshakeResponse, "", "HandshakeResponse")
 			if acc, _ := o.boolean("accepted"); acc && o.isNull("session_token") {
-				c.add(SevWarning, "missing-session-token", "/session_token",
+				c.add(SevWarning, "no-session-token", "/session_token",
 					"HandshakeResponse accepts the viewer but returns no session_token; the viewer cannot reattach later")
 			}
 		}
@@ -172,7 +172,7 @@ func (brainwiresProto) Validate(dir Dir, frame []byte, info Info) []Violation {
 	case "tool_progress":
 		if p, ok := o.get("progress"); ok && jsonType(p) == "number" {
 			if f, err := strconv.ParseFloat(string(p), 64); err == nil && (f < 0 || f > 1) {
-				c.add(SevWarning, "invalid-value", "/progress", fmt.Sprintf("tool_progress: progress is %v, expected a fraction from 0.0 to 1.0", f))
+				c.add(SevWarning, "progress-out-of-range", "/progress", fmt.Sprintf("tool_progress: progress is %v, expected a fraction from 0.0 to 1.0", f))
 			}
 		}
 	}
@@ -205,11 +205,18 @@ func bwCheckToolModeObject(c *checker, o robj, name string) {
 	}
 }
 
-// Handshaker: the viewer opens with the Handshake.
+// Handshaker: the viewer opens with the Handshake. The agent's first frame
+// must be the HandshakeResponse too, but the Session checks one direction
+// only; HandshakeDirs below is the hook a two-sided check would use, and
+// IsHandshake already answers for both directions.
 func (brainwiresProto) HandshakeDir() Dir { return FromParent }
 func (brainwiresProto) IsHandshake(dir Dir, info Info) bool {
-	return dir == FromParent && info.Kind == Handshake
+	return info.Kind == Handshake
 }
+
+// HandshakeDirs lists every side that opens with a handshake (both, for
+// brainwires). Not yet read by the Session; see docs/protocols/brainwires.md.
+func (brainwiresProto) HandshakeDirs() []Dir { return []Dir{FromParent, FromChild} }
 
 func sniffBrainwires(dir Dir, frame []byte) int {
 	t, ok := evScanTop(frame)

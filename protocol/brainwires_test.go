@@ -25,7 +25,7 @@ func TestBrainwiresBroken(t *testing.T) {
 		{name: "reattach without session id", frame: `in {"version":2,"is_reattach":true,"session_id":null,"session_token":"t"}`, code: "brainwires.missing-field"},
 		{name: "response without session_id", prefix: []string{bwHello}, frame: `out {"accepted":true,"session_token":"t","error":null}`, code: "brainwires.missing-field"},
 		{name: "response accepted a string", prefix: []string{bwHello}, frame: `out {"accepted":"yes","session_id":"abc","error":null}`, code: "brainwires.wrong-type"},
-		{name: "accepted without a token", prefix: []string{bwHello}, frame: `out {"accepted":true,"session_id":"abc","error":null}`, code: "brainwires.missing-session-token", sev: SevWarning},
+		{name: "accepted without a token", prefix: []string{bwHello}, frame: `out {"accepted":true,"session_id":"abc","error":null}`, code: "brainwires.no-session-token", sev: SevWarning},
 		{name: "first viewer frame is not the handshake", frame: `in {"type":"user_input","content":"hi"}`, code: CodeHandshakeMissing},
 		{name: "handshake twice", prefix: hs, frame: bwHello, code: CodeHandshakeRepeated, sev: SevWarning},
 		// tagged messages
@@ -60,7 +60,7 @@ func TestBrainwiresBroken(t *testing.T) {
 		{name: "error without fatal", prefix: hs, frame: `out {"type":"error","message":"m"}`, code: "brainwires.missing-field"},
 		{name: "tool_call_start without input", prefix: hs, frame: `out {"type":"tool_call_start","id":"t","name":"n"}`, code: "brainwires.missing-field"},
 		{name: "tool_result output a number", prefix: hs, frame: `out {"type":"tool_result","id":"t","name":"n","output":3,"error":null}`, code: "brainwires.wrong-type"},
-		{name: "progress over 1", prefix: hs, frame: `out {"type":"tool_progress","name":"n","message":"m","progress":1.5}`, code: "brainwires.invalid-value", sev: SevWarning},
+		{name: "progress over 1", prefix: hs, frame: `out {"type":"tool_progress","name":"n","message":"m","progress":1.5}`, code: "brainwires.progress-out-of-range", sev: SevWarning},
 		{name: "slash_command_result blocked a string", prefix: hs, frame: `out {"type":"slash_command_result","command":"c","success":true,"blocked":"no"}`, code: "brainwires.wrong-type"},
 		{name: "lock_changed bad change", prefix: hs, frame: `out {"type":"lock_changed","change":"moved","lock":` + lock + `}`, code: "brainwires.invalid-value"},
 		{name: "lock held_for_secs negative", prefix: hs, frame: `out {"type":"lock_status","locks":[{"agent_id":"a","resource_type":"test","scope":"g","description":"d","status":"s","held_for_secs":-1}]}`, code: "brainwires.invalid-value"},
