@@ -54,6 +54,9 @@ See docs/replay.md.`,
 			fs.BoolVar(&o.ChildStderr, "child-stderr", false, "pass the child's stderr through (by default its last lines are shown only on failure)")
 			o.define(fs, true)
 			return func(args []string, stdio Stdio) error {
+				if len(args) >= 2 && args[1] == "--" {
+					args = append(args[:1:1], args[2:]...)
+				}
 				if len(args) < 2 {
 					return Usagef("verify needs a cassette and a command: verify CASSETTE -- CMD [ARGS...]")
 				}

@@ -1,0 +1,368 @@
+package main
+
+// End-to-end tests of replay, verify and diff with real processes: the
+// ACP and MCP Go SDK examples (go.mod tool entries), the testpeer programs
+// (replay/internal/testpeer), and rpctap itself, which TestMain puts in
+// PATH as this test binary (testscript.Main).
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rpctap/rpctap/replay/replaytest"
+)
+
+var (
+	toolsOnce sync.Once
+	toolsDir  string
+	toolsErr  error
+)
+
+// tools builds the peer programs once and returns their directory.
+func tools(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds peer programs; skipped with -short")
+	}
+	toolsOnce.Do(func() {
+		toolsDir, toolsErr = os.MkdirTemp("", "rpctap-replay-tools-")
+		if toolsErr != nil {
+			return
+		}
+		for name, pkg := range map[string]string{
+			"acpclient": "github.com/coder/acp-go-sdk/example/client",
+			"acpagent":  "github.com/coder/acp-go-sdk/example/agent",
+			"mcpclient": "github.com/modelcontextprotocol/go-sdk/examples/client/listfeatures",
+			"mcpserver": "github.com/modelcontextprotocol/go-sdk/examples/server/everything",
+			"testpeer":  "github.com/rpctap/rpctap/replay/internal/testpeer",
+		} {
+			out, err := exec.Command("go", "build", "-o", filepath.Join(toolsDir, name), pkg).CombinedOutput()
+			if err != nil {
+				toolsErr = &buildError{pkg, string(out)}
+				return
+			}
+		}
+	})
+	if toolsErr != nil {
+		t.Fatal(toolsErr)
+	}
+	return toolsDir
+}
+
+type buildError struct{ pkg, out string }
+
+func (e *buildError) Error() string { return "go build " + e.pkg + ": " + e.out }
+
+// rpctapPath is the rpctap in PATH (this test binary, via testscript.Main).
+func rpctapPath(t *testing.T) string {
+	p, err := exec.LookPath("rpctap")
+	if err != nil {
+		t.Fatal("rpctap is not in PATH: ", err)
+	}
+	return p
+}
+
+type runResult struct {
+	stdout, stderr string
+	code           int
+}
+
+// run runs argv with stdin and a deadline, in dir.
+func run(t *testing.T, dir, stdin string, argv ...string) runResult {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("%v did not finish in 60s; stdout:\n%s\nstderr:\n%s", argv, out.String(), errb.String())
+	}
+	return runResult{out.String(), errb.String(), cmd.ProcessState.ExitCode()}
+}
+
+func haveRecord() bool { _, ok := commands["record"]; return ok }
+
+func sharedTraffic(t *testing.T, name string) (in, out []string) {
+	t.Helper()
+	dir, _ := filepath.Abs(filepath.Join("..", "..", "..", "shared", "traffic"))
+	read := func(p string) []string {
+		b, err := os.ReadFile(filepath.Join(dir, p))
+		if err != nil {
+			t.Skip("needs ../shared/traffic beside the checkout")
+		}
+		return strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	}
+	return read(name + ".in"), read(name + ".out")
+}
+
+// trafficCassette writes the acp-go capture (recorded from the same SDK
+// example client and agent) as a cassette.
+func trafficCassette(t *testing.T, dir string) string {
+	in, out := sharedTraffic(t, "acp-go")
+	b := replaytest.New("acp").Event("start").Interleave(in, out)
+	b.Stderr("example agent: done").Event("stdin-eof").Exit(0)
+	p := filepath.Join(dir, "acp-go.cassette")
+	if err := replaytest.WriteFile(p, b.End(), true); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// pointers masks the pointer values the ACP example client prints with %v.
+var pointers = regexp.MustCompile(`0x[0-9a-f]{6,}`)
+
+func TestReplayACPExampleClientFromCapture(t *testing.T) {
+	bin := tools(t)
+	dir := t.TempDir()
+	cas := trafficCassette(t, dir)
+	r := run(t, dir, "1\n", filepath.Join(bin, "acpclient"), rpctapPath(t), "replay", "--strict", "--speed", "0", cas)
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"Connected to agent (protocol v1)", "Created session: sess_deb13a2950f6717b1405b27e",
+		"Permission requested: Modifying critical configuration file", "Perfect! I've successfully updated", "Agent completed"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("client output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if !strings.Contains(r.stderr, "example agent: done") || strings.Contains(r.stderr, "divergence") {
+		t.Errorf("stderr:\n%s", r.stderr)
+	}
+}
+
+// TestReplayRecordedSessions records each parent with its real child through
+// `rpctap record`, then runs the same parent against `rpctap replay` of the
+// cassette: the parent's output must be the same.
+func TestReplayRecordedSessions(t *testing.T) {
+	if !haveRecord() {
+		t.Skip("rpctap record is not available yet")
+	}
+	bin := tools(t)
+	rp := rpctapPath(t)
+	for _, c := range []struct {
+		name   string
+		parent []string
+		child  []string
+		stdin  string
+	}{
+		{"acp", []string{filepath.Join(bin, "acpclient")}, []string{filepath.Join(bin, "acpagent")}, "1\n"},
+		{"mcp-listfeatures", []string{filepath.Join(bin, "mcpclient")}, []string{filepath.Join(bin, "mcpserver")}, ""},
+		{"mcp-server-requests", []string{filepath.Join(bin, "testpeer"), "mcp-parent"}, []string{filepath.Join(bin, "mcpserver")}, ""},
+		{"synaps", []string{filepath.Join(bin, "testpeer"), "synaps-parent"}, []string{filepath.Join(bin, "testpeer"), "synaps-child"}, ""},
+		{"opi", []string{filepath.Join(bin, "testpeer"), "opi-parent"}, []string{filepath.Join(bin, "testpeer"), "opi-child"}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cas := filepath.Join(dir, c.name+".cassette")
+			argv := append(append(append([]string{}, c.parent...), rp, "record", "-o", cas, "--"), c.child...)
+			live := run(t, dir, c.stdin, argv...)
+			if live.code != 0 {
+				t.Fatalf("recording run: exit %d\n%s\n%s", live.code, live.stdout, live.stderr)
+			}
+			argv = append(append([]string{}, c.parent...), rp, "replay", "--strict", cas)
+			rep := run(t, dir, c.stdin, argv...)
+			if rep.code != 0 {
+				t.Fatalf("replay run: exit %d\nstdout:\n%s\nstderr:\n%s", rep.code, rep.stdout, rep.stderr)
+			}
+			a, b := pointers.ReplaceAllString(live.stdout, "0xPTR"), pointers.ReplaceAllString(rep.stdout, "0xPTR")
+			if a != b {
+				t.Fatalf("output differs\n--- recorded run:\n%s\n--- replay:\n%s", a, b)
+			}
+			if strings.Contains(rep.stderr, "divergence") {
+				t.Fatalf("replay diverged:\n%s", rep.stderr)
+			}
+		})
+	}
+}
+
+func TestVerifyACPAgent(t *testing.T) {
+	bin := tools(t)
+	dir := t.TempDir()
+	cas := trafficCassette(t, dir)
+	rp := rpctapPath(t)
+	// The capture was taken from this very agent: verify passes although
+	// the agent makes up another session id (it is carried into the
+	// parent's later frames).
+	r := run(t, dir, "", rp, "verify", cas, "--", filepath.Join(bin, "acpagent"))
+	if r.code != 0 || !strings.Contains(r.stdout, "rpctap verify: ok: 12 child frames matched, 4 parent frames sent") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	// Another agent answers differently: a clear report and exit 1.
+	r = run(t, dir, "", rp, "verify", "--timeout", "2s", cas, "--", rp, "demo-agent")
+	if r.code != ExitFindings {
+		t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"rpctap verify: first divergence from " + cas, "child sent:", "recorded frame: record #",
+		"differences (recorded -> live", "difference(s) between"} {
+		if !strings.Contains(r.stdout+r.stderr, want) {
+			t.Errorf("report lacks %q\nstdout:\n%s\nstderr:\n%s", want, r.stdout, r.stderr)
+		}
+	}
+	if strings.Count(r.stderr, "\n") != 1 || strings.Contains(r.stderr, "goroutine") {
+		t.Errorf("stderr must be one line:\n%s", r.stderr)
+	}
+}
+
+func TestVerifyUpdateRewritesCassette(t *testing.T) {
+	bin := tools(t)
+	dir := t.TempDir()
+	cas := trafficCassette(t, dir)
+	rp := rpctapPath(t)
+	r := run(t, dir, "", rp, "verify", "--update", cas, "--", filepath.Join(bin, "acpagent"))
+	if r.code != 0 || !strings.Contains(r.stdout, "wrote "+cas) {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	// The fresh cassette verifies against the same agent, and differs from
+	// the capture only in what the new run really changed (nothing under
+	// the default rules).
+	r = run(t, dir, "", rp, "verify", cas, "--", filepath.Join(bin, "acpagent"))
+	if r.code != 0 {
+		t.Fatalf("verify of the updated cassette: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Fatalf("temporary files left behind: %v", entries)
+	}
+}
+
+func TestReplayUnexpectedFrameCLI(t *testing.T) {
+	tools(t) // real processes; skipped with -short like the others
+	dir := t.TempDir()
+	b := replaytest.New("acp").
+		In(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`).
+		Out(`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}`).
+		In(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/rec","mcpServers":[]}}`).
+		Out(`{"jsonrpc":"2.0","id":2,"result":{"sessionId":"S"}}`).
+		Event("stdin-eof").Exit(0)
+	cas := filepath.Join(dir, "s.cassette")
+	if err := replaytest.WriteFile(cas, b.End(), true); err != nil {
+		t.Fatal(err)
+	}
+	stdin := `{"jsonrpc":"2.0","id":"a","method":"initialize","params":{"protocolVersion":1}}
+{"jsonrpc":"2.0","id":"b","method":"session/new","params":{"cwd":"/live","mcpServers":[{"name":"x"}]}}
+{"jsonrpc":"2.0","id":"c","method":"session/new","params":{"cwd":"/live","mcpServers":[]}}
+`
+	rp := rpctapPath(t)
+	for _, strict := range []bool{false, true} {
+		argv := []string{rp, "replay", "--speed", "0", cas}
+		if strict {
+			argv = []string{rp, "replay", "--speed", "0", "--strict", cas}
+		}
+		r := run(t, dir, stdin, argv...)
+		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+		if len(lines) != 3 {
+			t.Fatalf("stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+		}
+		var e struct {
+			ID    string
+			Error struct{ Code int }
+		}
+		json.Unmarshal([]byte(lines[1]), &e)
+		if lines[0] != `{"jsonrpc":"2.0","id":"a","result":{"protocolVersion":1}}` || e.ID != "b" || e.Error.Code != -32602 ||
+			lines[2] != `{"jsonrpc":"2.0","id":"c","result":{"sessionId":"S"}}` {
+			t.Fatalf("stdout:\n%s", r.stdout)
+		}
+		if !strings.Contains(r.stderr, "first divergence from "+cas) || !strings.Contains(r.stderr, "/params/mcpServers/0: (absent) -> {\"name\":\"x\"}") {
+			t.Fatalf("stderr:\n%s", r.stderr)
+		}
+		want := 0
+		if strict {
+			want = ExitFindings
+		}
+		if r.code != want {
+			t.Fatalf("strict=%v: exit %d, want %d", strict, r.code, want)
+		}
+	}
+}
+
+func TestReplayBadInputCLI(t *testing.T) {
+	tools(t)
+	dir := t.TempDir()
+	good := trafficCassette(t, dir)
+	gb, _ := os.ReadFile(good)
+	files := map[string][]byte{
+		"empty.cassette":   nil,
+		"foreign.cassette": []byte("{\"jsonrpc\":\"2.0\",\"id\":1}\n"),
+		"torn.cassette":    gb[:40],
+	}
+	corrupt := append([]byte(nil), gb...)
+	for i := len(corrupt) / 2; i < len(corrupt)/2+32; i++ {
+		corrupt[i] ^= 0xa5
+	}
+	files["corrupt.cassette"] = corrupt
+	for n, b := range files {
+		os.WriteFile(filepath.Join(dir, n), b, 0o600)
+	}
+	rp := rpctapPath(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"replay", "missing.cassette"}, "missing.cassette: no such file"},
+		{[]string{"replay", "empty.cassette"}, "empty file, not a cassette"},
+		{[]string{"replay", "foreign.cassette"}, "not an rpctap cassette"},
+		{[]string{"replay", "torn.cassette"}, "truncated"},
+		{[]string{"replay", "corrupt.cassette"}, "corrupt"},
+		{[]string{"replay", "--protocol", "synaps", good}, "records a acp session, not synaps"},
+		{[]string{"verify", "empty.cassette", "--", "true"}, "empty file"},
+		{[]string{"diff", good, "foreign.cassette"}, "not an rpctap cassette"},
+	} {
+		r := run(t, dir, "", append([]string{rp}, c.args...)...)
+		if r.code != ExitInput || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, c.want) ||
+			!strings.HasPrefix(r.stderr, "rpctap: ") {
+			t.Errorf("%v: exit %d, stderr %q; want exit 4 and one line with %q", c.args, r.code, r.stderr, c.want)
+		}
+	}
+}
+
+func TestDiffCLI(t *testing.T) {
+	tools(t)
+	dir := t.TempDir()
+	a := trafficCassette(t, dir)
+	in, out := sharedTraffic(t, "acp-go")
+	out2 := append([]string(nil), out...)
+	out2[len(out2)-1] = strings.Replace(out2[len(out2)-1], "end_turn", "cancelled", 1)
+	b := filepath.Join(dir, "b.cassette")
+	rb := replaytest.New("acp").Event("start").Interleave(in, out2)
+	rb.Stderr("example agent: done").Event("stdin-eof").Exit(0)
+	if err := replaytest.WriteFile(b, rb.End(), true); err != nil {
+		t.Fatal(err)
+	}
+	rp := rpctapPath(t)
+	if r := run(t, dir, "", rp, "diff", a, a); r.code != 0 || !strings.Contains(r.stdout, "no differences (16 frames, protocol acp)") {
+		t.Fatalf("same: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r := run(t, dir, "", rp, "diff", a, b)
+	if r.code != ExitFindings || !strings.Contains(r.stdout, `/result/stopReason: "end_turn" -> "cancelled"`) {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = run(t, dir, "", rp, "diff", "--format", "json", a, b)
+	var d struct {
+		Same   int
+		Frames []struct{ Op, Method string }
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &d); err != nil || r.code != ExitFindings || d.Same != 15 ||
+		len(d.Frames) != 1 || d.Frames[0].Op != "changed" || d.Frames[0].Method != "session/prompt" {
+		t.Fatalf("json: %v exit %d %+v\n%s", err, r.code, d, r.stdout)
+	}
+	if r := run(t, dir, "", rp, "diff", "--ignore", "/result/stopReason", a, b); r.code != 0 {
+		t.Fatalf("--ignore: exit %d\n%s", r.code, r.stdout)
+	}
+}
