@@ -131,11 +131,11 @@ func validateRPCMethods(dir Dir, frame []byte, info Info, cat rpcCatalogue) []Vi
 			if cat.extension != nil && cat.extension(m) {
 				return vs
 			}
-			c.add("unknown-method", "/method", "unknown %s method %q", cat.prefix, m)
+			c.addAt("unknown-method", "/method", "unknown %s method %q", cat.prefix, m)
 			return append(vs, c.vs...)
 		}
 		if ms.allowed != nil && !ms.allowed(dir) {
-			c.add("wrong-direction", "/method", "%q sent by the %s, but %s", m, sideName(dir), ms.side)
+			c.addAt("wrong-direction", "/method", "%q sent by the %s, but %s", m, sideName(dir), ms.side)
 		}
 		s := ms.req
 		if info.Kind == Notification {
@@ -146,20 +146,17 @@ func validateRPCMethods(dir Dir, frame []byte, info Info, cat rpcCatalogue) []Vi
 			if info.Kind == Notification {
 				want = "a request (with an id)"
 			}
-			c.add("wrong-kind", "", "%q must be sent as %s", m, want)
+			c.addAt("wrong-kind", "", "%q must be sent as %s", m, want)
 			return append(vs, c.vs...)
 		}
 		if f.params == nil {
 			if cat.paramsMissing && (cat.paramsOptional == nil || !cat.paramsOptional(m)) {
-				c.add("missing-params", "/params", "%q requires params (%s)", m, s.describe())
+				c.addAt("missing-params", "/params", "%q requires params (%s)", m, s.describe())
 			}
 			return append(vs, c.vs...)
 		}
-		v, err := decodeJSON(f.params)
-		if err != nil {
-			return vs // not JSON: the Session reports it
-		}
-		s.check(&c, v, "/params")
+		c.ptr = append(c.ptr, "/params"...)
+		s.check(&c, f.params)
 	case Response:
 		if f.result == nil || info.Method == "" {
 			return vs // errors are checked by the envelope; unknown request method: nothing more to say
@@ -168,11 +165,8 @@ func validateRPCMethods(dir Dir, frame []byte, info Info, cat rpcCatalogue) []Vi
 		if !known || ms.result == nil {
 			return vs
 		}
-		v, err := decodeJSON(f.result)
-		if err != nil {
-			return vs
-		}
-		ms.result.check(&c, v, "/result")
+		c.ptr = append(c.ptr, "/result"...)
+		ms.result.check(&c, f.result)
 	}
 	return append(vs, c.vs...)
 }

@@ -1,18 +1,17 @@
 package protocol
 
 // A small declarative shape checker for the JSON-RPC family (acp, mcp).
-// Shapes are written in Go from the protocol catalogues; values are decoded
-// with encoding/json (UseNumber, so integers stay exact) only in Validate,
-// never in Classify.
+// Shapes are written in Go from the protocol catalogues. They check the raw
+// bytes of params and results with the scanner of jsonutil.go, without
+// decoding into Go values: numbers keep their exact text, and validation
+// costs one pass over the frame plus a few lookups.
 //
 // Codes: PREFIX.missing-field, PREFIX.wrong-type, PREFIX.bad-value (enum,
 // const or range). Unknown fields are always allowed.
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,48 +20,126 @@ import (
 type shapeChecker struct {
 	prefix string
 	vs     []Violation
+	ptr    []byte // JSON pointer of the value being checked
 }
 
-func (c *shapeChecker) add(kind, ptr, format string, a ...any) {
+func (c *shapeChecker) add(kind, format string, a ...any) {
+	c.vs = append(c.vs, Violation{Code: c.prefix + "." + kind, Severity: SevError, Pointer: string(c.ptr), Message: fmt.Sprintf(format, a...)})
+}
+
+// addAt reports a violation at an explicit pointer.
+func (c *shapeChecker) addAt(kind, ptr, format string, a ...any) {
 	c.vs = append(c.vs, Violation{Code: c.prefix + "." + kind, Severity: SevError, Pointer: ptr, Message: fmt.Sprintf(format, a...)})
 }
 
-// shape is one JSON type description.
+// here names the current location for messages.
+func (c *shapeChecker) here() string {
+	if len(c.ptr) == 0 {
+		return "the value"
+	}
+	return string(c.ptr)
+}
+
+// push appends one reference token to the pointer and returns the length
+// to restore with pop.
+func (c *shapeChecker) push(tok []byte) int {
+	n := len(c.ptr)
+	c.ptr = append(c.ptr, '/')
+	for _, b := range tok {
+		switch b {
+		case '~':
+			c.ptr = append(c.ptr, '~', '0')
+		case '/':
+			c.ptr = append(c.ptr, '~', '1')
+		default:
+			c.ptr = append(c.ptr, b)
+		}
+	}
+	return n
+}
+
+func (c *shapeChecker) pushIndex(i int) int {
+	n := len(c.ptr)
+	c.ptr = strconv.AppendInt(append(c.ptr, '/'), int64(i), 10)
+	return n
+}
+
+func (c *shapeChecker) pop(n int) { c.ptr = c.ptr[:n] }
+
+// shape is one JSON type description. check works on the raw bytes of a
+// value that is valid JSON (the Session checks syntax first); on malformed
+// input it reports wrong types but never panics.
 type shape interface {
-	check(c *shapeChecker, v any, ptr string)
+	check(c *shapeChecker, raw []byte)
 	describe() string // for messages: "string", "object", "ContentBlock"
 }
 
-// decodeJSON decodes raw with numbers kept as json.Number.
-func decodeJSON(raw []byte) (any, error) {
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
-		return nil, err
+// kindOf names the JSON type of raw, telling integers from other numbers.
+func kindOf(raw []byte) string {
+	t := jsonType(raw)
+	if t == "number" && isInteger(raw) {
+		return "integer"
 	}
-	return v, nil
+	if t == "" {
+		return "nothing"
+	}
+	return t
 }
 
-func typeOfValue(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case string:
-		return "string"
-	case json.Number:
-		if _, err := x.Int64(); err == nil {
-			return "integer"
-		}
-		return "number"
-	case []any:
-		return "array"
-	case map[string]any:
-		return "object"
+// forEachElement calls fn for each element of the JSON array raw. It
+// reports whether raw looked like a well-formed array.
+func forEachElement(raw []byte, fn func(i int, v []byte)) bool {
+	i := skipWS(raw, 0)
+	if i >= len(raw) || raw[i] != '[' {
+		return false
 	}
-	return "unknown"
+	i = skipWS(raw, i+1)
+	if i < len(raw) && raw[i] == ']' {
+		return true
+	}
+	for n := 0; ; n++ {
+		e, ok := skipValue(raw, i)
+		if !ok {
+			return false
+		}
+		fn(n, raw[i:e])
+		i = skipWS(raw, e)
+		if i >= len(raw) {
+			return false
+		}
+		switch raw[i] {
+		case ',':
+			i = skipWS(raw, i+1)
+		case ']':
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// rawStringIs reports whether raw is the JSON string s (without allocating
+// for strings that have no escapes).
+func rawStringIs(raw []byte, s string) bool {
+	if len(raw) < 2 || raw[0] != '"' {
+		return false
+	}
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		return string(inner) == s
+	}
+	v, ok := rawString(raw)
+	return ok && v == s
+}
+
+// keyIs compares a raw object key (as forEachMember gives it, escapes
+// intact) with name.
+func keyIs(key []byte, name string) bool {
+	if bytes.IndexByte(key, '\\') < 0 {
+		return string(key) == name
+	}
+	v, ok := rawString(append(append([]byte{'"'}, key...), '"'))
+	return ok && v == name
 }
 
 // scalar shapes
@@ -82,39 +159,28 @@ func (s scalarShape) describe() string {
 	return [...]string{"string", "boolean", "number", "integer", "any value", "object", "array"}[s]
 }
 
-func (s scalarShape) check(c *shapeChecker, v any, ptr string) {
+func (s scalarShape) check(c *shapeChecker, raw []byte) {
+	t := jsonType(raw)
 	ok := false
 	switch s {
 	case jString:
-		_, ok = v.(string)
+		ok = t == "string"
 	case jBoolean:
-		_, ok = v.(bool)
+		ok = t == "boolean"
 	case jNumber:
-		_, ok = v.(json.Number)
+		ok = t == "number"
 	case jInteger:
-		n, isNum := v.(json.Number)
-		ok = isNum && numberIsInteger(n)
+		ok = t == "number" && isInteger(raw)
 	case jAnything:
-		ok = true
+		ok = t != ""
 	case jAnyObject:
-		_, ok = v.(map[string]any)
+		ok = t == "object"
 	case jAnyArray:
-		_, ok = v.([]any)
+		ok = t == "array"
 	}
 	if !ok {
-		c.add("wrong-type", ptr, "%s must be %s, got %s", ptrName(ptr), s.describe(), typeOfValue(v))
+		c.add("wrong-type", "%s must be %s, got %s", c.here(), s.describe(), kindOf(raw))
 	}
-}
-
-func numberIsInteger(n json.Number) bool {
-	if _, err := n.Int64(); err == nil {
-		return true
-	}
-	if _, err := strconv.ParseUint(string(n), 10, 64); err == nil {
-		return true
-	}
-	f, err := n.Float64()
-	return err == nil && !math.IsInf(f, 0) && f == math.Trunc(f)
 }
 
 // uintShape is an integer in [0, max].
@@ -123,15 +189,14 @@ type uintShape struct{ max float64 }
 func jUint(max float64) shape { return uintShape{max} }
 
 func (u uintShape) describe() string { return "non-negative integer" }
-func (u uintShape) check(c *shapeChecker, v any, ptr string) {
-	n, ok := v.(json.Number)
-	if !ok || !numberIsInteger(n) {
-		c.add("wrong-type", ptr, "%s must be a non-negative integer, got %s", ptrName(ptr), typeOfValue(v))
+func (u uintShape) check(c *shapeChecker, raw []byte) {
+	if jsonType(raw) != "number" || !isInteger(raw) {
+		c.add("wrong-type", "%s must be a non-negative integer, got %s", c.here(), kindOf(raw))
 		return
 	}
-	f, _ := n.Float64()
-	if f < 0 || f > u.max {
-		c.add("bad-value", ptr, "%s is %s, out of range 0..%.0f", ptrName(ptr), n, u.max)
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil || f < 0 || f > u.max {
+		c.add("bad-value", "%s is %s, out of range 0..%.0f", c.here(), raw, u.max)
 	}
 }
 
@@ -147,11 +212,11 @@ type nullableShape struct{ s shape }
 func jNullable(s shape) shape { return nullableShape{s} }
 
 func (n nullableShape) describe() string { return n.s.describe() + " or null" }
-func (n nullableShape) check(c *shapeChecker, v any, ptr string) {
-	if v == nil {
+func (n nullableShape) check(c *shapeChecker, raw []byte) {
+	if jsonType(raw) == "null" {
 		return
 	}
-	n.s.check(c, v, ptr)
+	n.s.check(c, raw)
 }
 
 type enumShape struct{ values []string }
@@ -160,18 +225,17 @@ type enumShape struct{ values []string }
 func jEnum(values ...string) shape { return enumShape{values} }
 
 func (e enumShape) describe() string { return "one of " + quoteList(e.values) }
-func (e enumShape) check(c *shapeChecker, v any, ptr string) {
-	s, ok := v.(string)
-	if !ok {
-		c.add("wrong-type", ptr, "%s must be a string (%s), got %s", ptrName(ptr), e.describe(), typeOfValue(v))
+func (e enumShape) check(c *shapeChecker, raw []byte) {
+	if jsonType(raw) != "string" {
+		c.add("wrong-type", "%s must be a string (%s), got %s", c.here(), e.describe(), kindOf(raw))
 		return
 	}
 	for _, x := range e.values {
-		if s == x {
+		if rawStringIs(raw, x) {
 			return
 		}
 	}
-	c.add("bad-value", ptr, "%s is %q, want %s", ptrName(ptr), s, e.describe())
+	c.add("bad-value", "%s is %s, want %s", c.here(), excerpt(raw, 60), e.describe())
 }
 
 type arrayShape struct{ item shape }
@@ -180,15 +244,16 @@ type arrayShape struct{ item shape }
 func jArrayOf(item shape) shape { return arrayShape{item} }
 
 func (a arrayShape) describe() string { return "array of " + a.item.describe() }
-func (a arrayShape) check(c *shapeChecker, v any, ptr string) {
-	arr, ok := v.([]any)
-	if !ok {
-		c.add("wrong-type", ptr, "%s must be an array, got %s", ptrName(ptr), typeOfValue(v))
+func (a arrayShape) check(c *shapeChecker, raw []byte) {
+	if jsonType(raw) != "array" {
+		c.add("wrong-type", "%s must be an array, got %s", c.here(), kindOf(raw))
 		return
 	}
-	for i, x := range arr {
-		a.item.check(c, x, ptr+"/"+strconv.Itoa(i))
-	}
+	forEachElement(raw, func(i int, v []byte) {
+		n := c.pushIndex(i)
+		a.item.check(c, v)
+		c.pop(n)
+	})
 }
 
 type field struct {
@@ -227,29 +292,37 @@ func (o *objShape) describe() string {
 	return "object"
 }
 
-func (o *objShape) check(c *shapeChecker, v any, ptr string) {
-	m, ok := v.(map[string]any)
-	if !ok {
-		c.add("wrong-type", ptr, "%s must be %s, got %s", ptrName(ptr), o.describe(), typeOfValue(v))
+func (o *objShape) check(c *shapeChecker, raw []byte) {
+	if jsonType(raw) != "object" {
+		c.add("wrong-type", "%s must be %s, got %s", c.here(), o.describe(), kindOf(raw))
 		return
 	}
-	for _, f := range o.fields {
-		fv, present := m[f.name]
-		fp := ptr + "/" + pointerEscape(f.name)
-		if !present {
-			if f.required {
-				what := "object"
-				if o.name != "" {
-					what = o.name
-				}
-				c.add("missing-field", fp, "%s is missing required field %q (%s)", what, f.name, f.s.describe())
+	var seen uint64 // bit i: field i present (objects here have fewer than 64 fields)
+	forEachMember(raw, func(k, v []byte) bool {
+		for i := range o.fields {
+			if keyIs(k, o.fields[i].name) {
+				seen |= 1 << uint(i)
+				n := c.push(k)
+				o.fields[i].s.check(c, v)
+				c.pop(n)
+				break
 			}
-			continue
 		}
-		f.s.check(c, fv, fp)
+		return true
+	})
+	for i, f := range o.fields {
+		if f.required && seen&(1<<uint(i)) == 0 {
+			what := "object"
+			if o.name != "" {
+				what = o.name
+			}
+			n := c.push([]byte(f.name))
+			c.add("missing-field", "%s is missing required field %q (%s)", what, f.name, f.s.describe())
+			c.pop(n)
+		}
 	}
 	for _, s := range o.extra {
-		s.check(c, v, ptr)
+		s.check(c, raw)
 	}
 }
 
@@ -273,29 +346,30 @@ func jTagged(name, tag string, variants map[string]shape) shape {
 }
 
 func (t *taggedShape) describe() string { return t.name }
-func (t *taggedShape) check(c *shapeChecker, v any, ptr string) {
-	m, ok := v.(map[string]any)
-	if !ok {
-		c.add("wrong-type", ptr, "%s must be a %s object, got %s", ptrName(ptr), t.name, typeOfValue(v))
+func (t *taggedShape) check(c *shapeChecker, raw []byte) {
+	if jsonType(raw) != "object" {
+		c.add("wrong-type", "%s must be a %s object, got %s", c.here(), t.name, kindOf(raw))
 		return
 	}
-	tp := ptr + "/" + pointerEscape(t.tag)
-	tv, present := m[t.tag]
-	if !present {
-		c.add("missing-field", tp, "%s is missing its tag %q (one of %s)", t.name, t.tag, quoteList(t.order))
+	tv := memberOf(raw, t.tag)
+	n := c.push([]byte(t.tag))
+	defer c.pop(n)
+	if tv == nil {
+		c.add("missing-field", "%s is missing its tag %q (one of %s)", t.name, t.tag, quoteList(t.order))
 		return
 	}
-	s, ok := tv.(string)
+	s, ok := rawString(tv)
 	if !ok {
-		c.add("wrong-type", tp, "%s tag %q must be a string, got %s", t.name, t.tag, typeOfValue(tv))
+		c.add("wrong-type", "%s tag %q must be a string, got %s", t.name, t.tag, kindOf(tv))
 		return
 	}
 	vs, ok := t.variants[s]
 	if !ok {
-		c.add("bad-value", tp, "unknown %s %q %q; want one of %s", t.name, t.tag, s, quoteList(t.order))
+		c.add("bad-value", "unknown %s %q %q; want one of %s", t.name, t.tag, s, quoteList(t.order))
 		return
 	}
-	vs.check(c, v, ptr)
+	c.pop(n)
+	vs.check(c, raw)
 }
 
 // anyOfShape passes when at least one alternative passes (JSON Schema
@@ -309,11 +383,11 @@ type anyOfShape struct {
 func jAnyOf(name string, alts ...shape) shape { return anyOfShape{name, alts} }
 
 func (a anyOfShape) describe() string { return a.name }
-func (a anyOfShape) check(c *shapeChecker, v any, ptr string) {
+func (a anyOfShape) check(c *shapeChecker, raw []byte) {
 	var best []Violation
 	for i, alt := range a.alts {
-		sub := shapeChecker{prefix: c.prefix}
-		alt.check(&sub, v, ptr)
+		sub := shapeChecker{prefix: c.prefix, ptr: append([]byte(nil), c.ptr...)}
+		alt.check(&sub, raw)
 		if len(sub.vs) == 0 {
 			return
 		}
@@ -322,7 +396,7 @@ func (a anyOfShape) check(c *shapeChecker, v any, ptr string) {
 		}
 	}
 	if len(best) > 0 {
-		best[0].Message = fmt.Sprintf("%s matches no form of %s: %s", ptrName(ptr), a.name, best[0].Message)
+		best[0].Message = fmt.Sprintf("%s matches no form of %s: %s", c.here(), a.name, best[0].Message)
 	}
 	c.vs = append(c.vs, best...)
 }
@@ -331,9 +405,9 @@ func (a anyOfShape) check(c *shapeChecker, v any, ptr string) {
 type constShape string
 
 func (k constShape) describe() string { return strconv.Quote(string(k)) }
-func (k constShape) check(c *shapeChecker, v any, ptr string) {
-	if s, ok := v.(string); !ok || s != string(k) {
-		c.add("bad-value", ptr, "%s must be %q", ptrName(ptr), string(k))
+func (k constShape) check(c *shapeChecker, raw []byte) {
+	if !rawStringIs(raw, string(k)) {
+		c.add("bad-value", "%s must be %q", c.here(), string(k))
 	}
 }
 
@@ -343,16 +417,9 @@ type refShape struct {
 	s    *shape
 }
 
-func jRef(name string, s *shape) shape                      { return refShape{name, s} }
-func (r refShape) describe() string                         { return r.name }
-func (r refShape) check(c *shapeChecker, v any, ptr string) { (*r.s).check(c, v, ptr) }
-
-func ptrName(ptr string) string {
-	if ptr == "" {
-		return "the value"
-	}
-	return ptr
-}
+func jRef(name string, s *shape) shape               { return refShape{name, s} }
+func (r refShape) describe() string                  { return r.name }
+func (r refShape) check(c *shapeChecker, raw []byte) { (*r.s).check(c, raw) }
 
 func quoteList(vals []string) string {
 	q := make([]string, len(vals))
