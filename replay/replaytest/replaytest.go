@@ -53,7 +53,9 @@ func (b *Builder) Stderr(line string) *Builder {
 }
 
 // Event appends a process event (cassette.EventStart, EventStdinEOF, ...).
-func (b *Builder) Event(ev string) *Builder { return b.Add(cassette.Record{K: cassette.KindEvent, Ev: ev}) }
+func (b *Builder) Event(ev string) *Builder {
+	return b.Add(cassette.Record{K: cassette.KindEvent, Ev: ev})
+}
 
 // Exit appends the child's exit with code.
 func (b *Builder) Exit(code int) *Builder {
