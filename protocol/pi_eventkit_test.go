@@ -313,3 +313,68 @@ func TestPiFamilyShapeChecker(t *testing.T) {
 		}
 	}
 }
+
+// TestPiFamilySniffersQuietOnJSONRPC: the four event-style sniffers claim
+// nothing of the JSON-RPC captures (ACP, MCP) in ../shared/traffic.
+func TestPiFamilySniffersQuietOnJSONRPC(t *testing.T) {
+	dir := filepath.Join(sharedDir(t), "traffic")
+	ins, _ := filepath.Glob(filepath.Join(dir, "*.in"))
+	checked := 0
+	for _, in := range ins {
+		name := strings.TrimSuffix(filepath.Base(in), ".in")
+		if name == "lsp-gopls" || strings.HasPrefix(name, "pi-") {
+			continue
+		}
+		for _, d := range []Dir{FromParent, FromChild} {
+			path := in
+			if d == FromChild {
+				path = filepath.Join(dir, name+".out")
+			}
+			for _, f := range readLines(t, path) {
+				checked++
+				for _, n := range []string{"synaps", "brainwires", "opi", "pi"} {
+					if s := registry[n].sniff(d, f); s > 0 {
+						t.Errorf("%s (%s): %s sniffer scores %d on %s", name, d, n, s, excerpt(f, 80))
+					}
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no JSON-RPC frames found in the captures")
+	}
+}
+
+// FuzzPiFamily: Classify and Validate of the four protocols never panic on
+// any input, and every violation carries the protocol's code prefix, a known
+// severity, a JSON pointer and a message. The seed corpus (the catalogue
+// sessions plus truncations) runs with every `go test`.
+func FuzzPiFamily(f *testing.F) {
+	for _, name := range []string{"synaps", "brainwires", "opi", "pi"} {
+		files, _ := filepath.Glob(filepath.Join("testdata", name, "*.session"))
+		for _, file := range files {
+			for i, st := range loadSession(f, file) {
+				f.Add(st.frame)
+				if i%5 == 0 {
+					f.Add(st.frame[:len(st.frame)/2])
+				}
+			}
+		}
+	}
+	f.Add([]byte(`{"type":"x","a":[{"b":"\"}"}]}`))
+	f.Add([]byte(`{"version":2,"is_reattach":true}`))
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		for _, p := range []Protocol{synapsProto{}, brainwiresProto{}, opiProto{}, piProto{}} {
+			for _, d := range []Dir{FromParent, FromChild} {
+				info := p.Classify(d, frame)
+				for _, v := range p.Validate(d, frame, info) {
+					if !strings.HasPrefix(v.Code, p.Name()+".") || v.Message == "" ||
+						(v.Severity != SevError && v.Severity != SevWarning && v.Severity != SevInfo) ||
+						(v.Pointer != "" && v.Pointer[0] != '/') {
+						t.Errorf("%s: bad violation %+v for %q", p.Name(), v, frame)
+					}
+				}
+			}
+		}
+	})
+}
