@@ -46,6 +46,9 @@ type Options struct {
 	// HeaderProtocol is true when the cassette header already names
 	// Protocol, so no meta record is needed for it.
 	HeaderProtocol bool
+	// SchemaFile judges frames by the user's JSON Schema (protocol
+	// "schema"); it overrides Protocol.
+	SchemaFile string
 	// NoValidate turns validation off (frames are still classified).
 	NoValidate bool
 	// Redact configures secret redaction (on by default).
@@ -84,6 +87,9 @@ func WithoutValidation() Option { return func(o *Options) { o.NoValidate = true 
 
 // WithRedact sets the redaction options.
 func WithRedact(r RedactOptions) Option { return func(o *Options) { o.Redact = r } }
+
+// WithSchema judges frames by the user's JSON Schema in path.
+func WithSchema(path string) Option { return func(o *Options) { o.SchemaFile = path } }
 
 // WithLossy prefers forwarding over recording: see Options.Lossy.
 func WithLossy() Option { return func(o *Options) { o.Lossy = true } }
@@ -215,7 +221,14 @@ func New(w Writer, opts ...Option) *Recorder {
 	}
 	r.pool.New = func() any { b := make([]byte, poolBuf); return &b }
 	r.redactor = newRedactor(r.opts.Redact)
-	if r.opts.Protocol != "" {
+	if r.opts.SchemaFile != "" {
+		p, err := protocol.FromSchemaFile(r.opts.SchemaFile)
+		if err != nil {
+			r.warn("protocol", fmt.Sprintf("%v; frames are recorded unclassified", err))
+		} else {
+			r.setProtocol(p)
+		}
+	} else if r.opts.Protocol != "" {
 		p, err := lookupProtocol(r.opts.Protocol)
 		if err != nil {
 			r.warn("protocol", fmt.Sprintf("%v; frames are recorded unclassified", err))

@@ -1,0 +1,287 @@
+package recorder
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rpctap/rpctap/tap"
+)
+
+// PipeObserver is the tap.Observer that `rpctap record` uses: right after
+// the tap forwarded a chunk, Observe writes it to the sink process with one
+// writev (see wire.go for the format). Once that write returned, the chunk is
+// in the kernel and survives a SIGKILL of rpctap: the sink reads its pipes to
+// the end and finalizes the cassette.
+//
+// Blocking: in the default (lossless) mode Observe waits while the stream's
+// pipe is full, that is while the sink is behind; the tap's forwarding waits
+// with it, as a tee would. The pipes are 1 MiB where the system allows, so
+// bursts pass without waiting. Lossy mode never waits for space: a chunk
+// that does not fit is dropped and a gap message sent instead. Event always
+// waits for room on the ctl pipe (events are few and small). Observe calls
+// for one pipe (all connections' chunks of one stream) take turns under the
+// pipe's mutex; nothing else is shared, so Observe cannot deadlock with
+// Event or with another stream. Close is called after every Observe and Event
+// returned (the tap's contract) and waits for the sink to exit, at most
+// SinkConfig.CloseTimeout.
+//
+// If the sink is gone (it failed and exited after reporting a warning, or
+// was killed), writes fail with EPIPE and the observer quietly stops; the one
+// warning comes from the status reader goroutine.
+type PipeObserver struct {
+	lossy  bool
+	ctl    *wirePipe
+	data   [3]*wirePipe
+	maxSeq atomic.Uint64
+	dead   atomic.Bool // the sink stopped reading: drop everything
+
+	gapMu   sync.Mutex
+	pendGap []msgHeader // lossy gaps that did not fit into ctl yet (bounded)
+	lostGap int64       // gap bytes beyond pendGap's bound, not yet reported
+
+	sink *sinkProc // nil for an observer over plain pipes (tests)
+}
+
+// wirePipe is one pipe's write end, with the mutex its writers share.
+type wirePipe struct {
+	mu     sync.Mutex
+	f      *os.File
+	rc     syscall.RawConn
+	hdr    [hdrLen]byte
+	size   int // capacity, for lossy mode's room check
+	closed bool
+}
+
+func newWirePipe(f *os.File) (*wirePipe, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	p := &wirePipe{f: f, rc: rc, size: 64 << 10}
+	rc.Control(func(fd uintptr) {
+		if n, err := unix.FcntlInt(fd, unix.F_GETPIPE_SZ, 0); err == nil {
+			p.size = n
+		}
+	})
+	return p, nil
+}
+
+// setPipeSize asks for a larger pipe; the system may refuse (the per-user
+// limit of pipe memory), which only costs burst absorption.
+func setPipeSize(f *os.File, size int) {
+	if rc, err := f.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) { unix.FcntlInt(fd, unix.F_SETPIPE_SZ, size) })
+	}
+}
+
+var errNoRoom = errors.New("no room in the pipe")
+
+// write sends header+payload with one writev. With wait=false it fails with
+// errNoRoom instead of waiting when the pipe lacks room for the whole
+// message. Must be called with p.mu held.
+func (p *wirePipe) write(h *msgHeader, payload []byte, wait bool) error {
+	if p.closed {
+		return os.ErrClosed
+	}
+	h.length = uint32(len(payload))
+	h.put(&p.hdr)
+	iov := [][]byte{p.hdr[:], payload}
+	if len(payload) == 0 {
+		iov = iov[:1]
+	}
+	total := hdrLen + len(payload)
+	if !wait && total > p.size {
+		return errNoRoom
+	}
+	done := 0
+	var werr error
+	checked := wait
+	err := p.rc.Write(func(fd uintptr) bool {
+		if !checked {
+			// Lossy: only start a message that fits, so that it is never
+			// left half-written. TIOCINQ (FIONREAD) on a pipe counts the bytes in it.
+			checked = true
+			if queued, err := unix.IoctlGetInt(int(fd), unix.TIOCINQ); err == nil && p.size-queued < total {
+				werr = errNoRoom
+				return true
+			}
+		}
+		for {
+			n, err := unix.Writev(int(fd), iov)
+			if n > 0 {
+				done += n
+				if done == total {
+					return true
+				}
+				iov = advance(iov, n)
+			}
+			switch err {
+			case nil, unix.EINTR:
+				continue
+			case unix.EAGAIN:
+				if done == 0 && !wait {
+					werr = errNoRoom
+					return true
+				}
+				return false // wait for room (a started message is always finished)
+			default:
+				werr = err
+				return true
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return werr
+}
+
+// advance drops n written bytes from the front of iov.
+func advance(iov [][]byte, n int) [][]byte {
+	for n > 0 && len(iov) > 0 {
+		if n < len(iov[0]) {
+			iov[0] = iov[0][n:]
+			return iov
+		}
+		n -= len(iov[0])
+		iov = iov[1:]
+	}
+	return iov
+}
+
+func (p *wirePipe) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.closed {
+		p.closed = true
+		p.f.Close()
+	}
+}
+
+// Observe writes the chunk to the sink (see the type's documentation for
+// when it blocks).
+func (o *PipeObserver) Observe(c tap.Chunk) {
+	if o.dead.Load() {
+		return
+	}
+	for {
+		m := o.maxSeq.Load()
+		if c.Seq <= m || o.maxSeq.CompareAndSwap(m, c.Seq) {
+			break
+		}
+	}
+	p := o.data[c.Stream%3]
+	h := msgHeader{typ: msgChunk, stream: uint8(c.Stream % 3), conn: uint32(c.Conn), seq: c.Seq, t: c.T}
+	p.mu.Lock()
+	err := p.write(&h, c.Data, !o.lossy)
+	p.mu.Unlock()
+	switch {
+	case err == nil:
+		if o.lossy {
+			o.sendGaps(false)
+		}
+	case errors.Is(err, errNoRoom):
+		o.addGap(msgHeader{typ: msgGap, stream: h.stream, conn: h.conn, seq: h.seq, t: h.t}, int64(len(c.Data)))
+	default:
+		o.gone()
+	}
+}
+
+// addGap remembers a dropped chunk and tries to report it at once.
+func (o *PipeObserver) addGap(h msgHeader, n int64) {
+	o.gapMu.Lock()
+	if len(o.pendGap) < 4096 {
+		h.length = uint32(n) // stashed here until sent; see sendGaps
+		o.pendGap = append(o.pendGap, h)
+	} else {
+		o.lostGap += n
+	}
+	o.gapMu.Unlock()
+	o.sendGaps(false)
+}
+
+// sendGaps writes pending gap messages to the ctl pipe, waiting for room
+// only when wait is set (at Close).
+func (o *PipeObserver) sendGaps(wait bool) {
+	o.gapMu.Lock()
+	defer o.gapMu.Unlock()
+	if len(o.pendGap) == 0 && o.lostGap == 0 {
+		return
+	}
+	var b [8]byte
+	o.ctl.mu.Lock()
+	defer o.ctl.mu.Unlock()
+	for len(o.pendGap) > 0 {
+		h := o.pendGap[0]
+		binary.LittleEndian.PutUint64(b[:], uint64(h.length))
+		if err := o.ctl.write(&h, b[:], wait); err != nil {
+			return
+		}
+		o.pendGap = o.pendGap[1:]
+	}
+	o.pendGap = nil
+	if o.lostGap > 0 {
+		// Gaps past the bound lose their Seq: reported as one gap of the
+		// stdout stream at the latest time (the sink's hold bound covers
+		// the holes they leave).
+		binary.LittleEndian.PutUint64(b[:], uint64(o.lostGap))
+		h := msgHeader{typ: msgGap, stream: uint8(tap.Stdout)}
+		if o.ctl.write(&h, b[:], wait) == nil {
+			o.lostGap = 0
+		}
+	}
+}
+
+// wireEvent is the JSON payload of an event message.
+type wireEvent struct {
+	Kind   string   `json:"kind"`
+	Argv   []string `json:"argv,omitempty"`
+	Cwd    string   `json:"cwd,omitempty"`
+	PID    int      `json:"pid,omitempty"`
+	Exit   *int     `json:"exit,omitempty"`
+	Signal string   `json:"signal,omitempty"`
+	Bytes  int64    `json:"bytes,omitempty"`
+	Msg    string   `json:"msg,omitempty"`
+}
+
+// Event sends the event to the sink, to be recorded after every chunk
+// observed before it.
+func (o *PipeObserver) Event(e tap.Event) {
+	if o.dead.Load() {
+		return
+	}
+	payload, err := json.Marshal(wireEvent{Kind: e.Kind, Argv: e.Argv, Cwd: e.Cwd, PID: e.PID, Exit: e.Exit, Signal: e.Signal, Bytes: e.Bytes, Msg: e.Msg})
+	if err != nil {
+		return
+	}
+	h := msgHeader{typ: msgEvent, stream: uint8(e.Stream % 3), conn: uint32(e.Conn), seq: o.maxSeq.Load(), t: e.T}
+	o.ctl.mu.Lock()
+	err = o.ctl.write(&h, payload, true)
+	o.ctl.mu.Unlock()
+	if err != nil {
+		o.gone()
+	}
+}
+
+// gone marks the sink as unreachable; the status reader goroutine reports
+// why (once).
+func (o *PipeObserver) gone() { o.dead.Store(true) }
+
+// closePipes sends what is pending and closes every pipe to the sink, which
+// then finalizes the cassette.
+func (o *PipeObserver) closePipes() {
+	if !o.dead.Load() {
+		o.sendGaps(true)
+	}
+	for _, p := range o.data {
+		p.close()
+	}
+	o.ctl.close()
+}

@@ -1,0 +1,364 @@
+package recorder
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/protocol"
+	"github.com/rpctap/rpctap/tap"
+)
+
+// TestMain lets the test binary play the sink (`rpctap __sink`) and a
+// feeder (an rpctap that holds a PipeObserver and is killed with SIGKILL).
+func TestMain(m *testing.M) {
+	switch os.Getenv("RPCTAP_RECORDER_HELPER") {
+	case "sink":
+		if os.Getenv("RPCTAP_TEST_PANIC_VALIDATOR") != "" {
+			sinkTestHook = func(o *Options) {
+				o.validatorHook = func(int, uint64, protocol.Dir, []byte) []protocol.Violation {
+					panic("validator bug for the test")
+				}
+			}
+		}
+		os.Exit(SinkMain())
+	case "feeder":
+		os.Exit(feederMain())
+	}
+	os.Exit(m.Run())
+}
+
+// sinkCommand runs this test binary as the sink.
+func sinkConfig(path string) SinkConfig {
+	return SinkConfig{
+		Path:    path,
+		Command: []string{os.Args[0]},
+		Env:     []string{"RPCTAP_RECORDER_HELPER=sink"},
+		Header:  cassette.Header{Argv: []string{"agent", "--acp"}, Created: time.Now().Format(time.RFC3339Nano)},
+	}
+}
+
+// session is a recorded exchange for the sink tests: parent lines and child
+// lines, interleaved one for one, plus stderr.
+type session struct {
+	in, out, errb []byte
+	chunks        []tap.Chunk
+}
+
+// makeSession cuts size bytes of the agent mix into a parent and a child
+// stream and into chunks in a plausible read order (each parent line, then
+// the child's answer, stderr now and then), stamped like the tap stamps.
+func makeSession(t testing.TB, size int) *session {
+	mix := agentMix(t, size)
+	lines := bytes.SplitAfter(mix, []byte("\n"))
+	s := &session{}
+	var seq uint64
+	add := func(st tap.Stream, b []byte) {
+		for len(b) > 0 { // chunks of at most 64 KiB, like the tap's reads
+			n := min(len(b), 64<<10)
+			seq++
+			s.chunks = append(s.chunks, tap.Chunk{Stream: st, Seq: seq, T: int64(seq) * 1000, Data: b[:n]})
+			b = b[n:]
+		}
+	}
+	for i, l := range lines {
+		if len(l) == 0 {
+			continue
+		}
+		switch {
+		case i%7 == 3:
+			e := []byte(fmt.Sprintf("log %d: working\n", i))
+			s.errb = append(s.errb, e...)
+			add(tap.Stderr, e)
+			fallthrough
+		case i%2 == 0:
+			s.in = append(s.in, l...)
+			add(tap.Stdin, l)
+		default:
+			s.out = append(s.out, l...)
+			add(tap.Stdout, l)
+		}
+	}
+	// A last child line without newline.
+	tail := []byte(`{"jsonrpc":"2.0","method":"bye"}`)
+	s.out = append(s.out, tail...)
+	add(tap.Stdout, tail)
+	return s
+}
+
+// feed plays the session into an observer from three concurrent pumps (one
+// per stream), each calling Observe in its stream's order.
+func (s *session) feed(o tap.Observer) {
+	var wg sync.WaitGroup
+	for st := tap.Stdin; st <= tap.Stderr; st++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, c := range s.chunks {
+				if c.Stream == st {
+					o.Observe(c)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// readCassette reads every record; truncated is the reader's complaint
+// about a missing end record, if any.
+func readCassette(t testing.TB, path string) (h cassette.Header, recs []cassette.Record, truncated error) {
+	t.Helper()
+	h, recs, truncated, err := tryReadCassette(path)
+	if err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	return h, recs, truncated
+}
+
+// tryReadCassette is readCassette for a cassette that may still be being
+// written: err is set when it cannot be read (yet).
+func tryReadCassette(path string) (h cassette.Header, recs []cassette.Record, truncated, err error) {
+	r, err := cassette.Open(path)
+	if err != nil {
+		return h, nil, nil, err
+	}
+	defer r.Close()
+	h = r.Header()
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			return h, recs, nil, nil
+		}
+		var te *cassette.TruncatedError
+		if errors.As(err, &te) {
+			return h, recs, err, nil
+		}
+		if err != nil {
+			return h, recs, nil, err
+		}
+		if rec.K != cassette.KindHeader {
+			recs = append(recs, *rec)
+		}
+	}
+}
+
+func (s *session) check(t testing.TB, recs []cassette.Record) {
+	t.Helper()
+	for _, c := range []struct {
+		d    cassette.Dir
+		want []byte
+	}{{cassette.DirIn, s.in}, {cassette.DirOut, s.out}, {cassette.DirErr, s.errb}} {
+		got := streamOf(recs, 0, c.d)
+		if !bytes.Equal(got, c.want) {
+			i := 0
+			for i < len(got) && i < len(c.want) && got[i] == c.want[i] {
+				i++
+			}
+			t.Fatalf("%s: recorded %d bytes, want %d; first difference at byte %d", c.d, len(got), len(c.want), i)
+		}
+	}
+}
+
+func TestSinkEndToEnd(t *testing.T) {
+	s := makeSession(t, 3<<20)
+	path := filepath.Join(t.TempDir(), "s.cassette")
+	ws := &warnings{}
+	cfg := sinkConfig(path)
+	cfg.Warn = ws.add
+	o, err := StartSink(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Event(tap.Event{T: 1, Kind: cassette.EventStart, Argv: []string{"agent"}, PID: 42, Cwd: "/w"})
+	s.feed(o)
+	o.Event(tap.Event{T: 1 << 40, Kind: cassette.EventStdinEOF})
+	code := 3
+	o.Event(tap.Event{T: 1<<40 + 1, Kind: cassette.EventExit, Exit: &code})
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if w := ws.list(); len(w) != 0 {
+		t.Fatalf("warnings: %q", w)
+	}
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("cassette %v, mode %v", err, st.Mode())
+	}
+	h, recs, trunc := readCassette(t, path)
+	if trunc != nil {
+		t.Fatalf("cassette not finalized: %v", trunc)
+	}
+	if len(h.Argv) != 2 || h.Argv[1] != "--acp" {
+		t.Errorf("header %+v", h)
+	}
+	s.check(t, recs)
+	if recs[0].K != cassette.KindEvent || recs[0].Ev != cassette.EventStart || recs[0].PID != 42 || recs[0].Argv[0] != "agent" {
+		t.Errorf("first record %+v, want the start event", recs[0])
+	}
+	var exit *cassette.Record
+	var lastSeqT int64
+	for i := range recs {
+		r := &recs[i]
+		if r.K == cassette.KindEvent && r.Ev == cassette.EventExit {
+			exit = r
+		}
+		if r.K == cassette.KindFrame && r.EOL != "" {
+			if r.T < lastSeqT {
+				t.Fatalf("record %d out of read order", r.N)
+			}
+			lastSeqT = r.T
+		}
+	}
+	if exit == nil || exit.Exit == nil || *exit.Exit != 3 {
+		t.Errorf("exit event %+v", exit)
+	}
+}
+
+// feederMain is an rpctap stand-in: it feeds a session into a PipeObserver,
+// says "done" on stdout once every chunk was handed over, and waits to be
+// killed.
+func feederMain() int {
+	size, _ := strconv.Atoi(os.Getenv("RPCTAP_TEST_SIZE"))
+	s := makeSession(nil, size)
+	cfg := sinkConfig(os.Getenv("RPCTAP_TEST_CASSETTE"))
+	o, err := StartSink(context.Background(), cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	o.Event(tap.Event{T: 1, Kind: cassette.EventStart, Argv: []string{"agent"}})
+	s.feed(o)
+	os.Stdout.WriteString("done\n")
+	time.Sleep(time.Minute)
+	return 0
+}
+
+// TestSinkSurvivesSIGKILL: the process holding the PipeObserver is killed
+// with SIGKILL right after its last Observe returned, as ACP clients end
+// their agents. The sink must still write everything to the cassette.
+func TestSinkSurvivesSIGKILL(t *testing.T) {
+	runs := envInt("RPCTAP_TEST_KILL_RUNS", 50)
+	// Small sessions end with the sink idle; every fifth is 4 MiB, so the
+	// sink is still behind (pipes full) when the feeder dies.
+	small, big := 256<<10, 4<<20
+	sessions := map[int]*session{small: makeSession(t, small), big: makeSession(t, big)}
+	dir := t.TempDir()
+	ok := 0
+	for run := 0; run < runs; run++ {
+		size := small
+		if run%5 == 4 {
+			size = big
+		}
+		s := sessions[size]
+		path := filepath.Join(dir, fmt.Sprintf("k%d.cassette", run))
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), "RPCTAP_RECORDER_HELPER=feeder", "RPCTAP_TEST_SIZE="+strconv.Itoa(size), "RPCTAP_TEST_CASSETTE="+path)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		if line != "done\n" {
+			t.Fatalf("run %d: feeder said %q, stderr %q", run, line, stderr.String())
+		}
+		// The sink finishes on its own once the pipes are closed.
+		deadline := time.Now().Add(20 * time.Second)
+		var recs []cassette.Record
+		for {
+			var trunc, err error
+			_, recs, trunc, err = tryReadCassette(path)
+			if err == nil && trunc == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("run %d: the sink did not finalize the cassette: %v %v", run, err, trunc)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		s.check(t, recs)
+		ok++
+	}
+	t.Logf("SIGKILL right after the last Observe: %d/%d cassettes complete", ok, runs)
+}
+
+func TestSinkUnwritablePath(t *testing.T) {
+	for _, path := range []string{"/dev/full", "/etc/passwd/sub/x.cassette"} {
+		ws := &warnings{}
+		cfg := sinkConfig(path)
+		cfg.Warn = ws.add
+		o, err := StartSink(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := makeSession(t, 2<<20)
+		done := make(chan struct{})
+		go func() { s.feed(o); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: Observe blocked after the recorder gave up", path)
+		}
+		o.Event(tap.Event{Kind: cassette.EventExit})
+		if err := o.Close(); err != nil {
+			t.Errorf("%s: Close: %v", path, err)
+		}
+		w := ws.list()
+		if len(w) != 1 || !strings.Contains(w[0], "forwarding only") {
+			t.Errorf("%s: warnings %q, want exactly one", path, w)
+		}
+		if path == "/dev/full" && len(w) == 1 && !strings.Contains(w[0], "no space left") {
+			t.Errorf("%s: warning %q does not say the disk is full", path, w[0])
+		}
+		if len(w) == 1 && strings.Contains(w[0], "\n") {
+			t.Errorf("multi-line warning %q", w[0])
+		}
+	}
+}
+
+func TestSinkValidatorPanic(t *testing.T) {
+	if _, err := protocol.Lookup("acp"); err != nil {
+		t.Skip("acp not registered yet")
+	}
+	path := filepath.Join(t.TempDir(), "p.cassette")
+	ws := &warnings{}
+	cfg := sinkConfig(path)
+	cfg.Warn = ws.add
+	cfg.Protocol = "acp"
+	cfg.Env = append(cfg.Env, "RPCTAP_TEST_PANIC_VALIDATOR=1")
+	o, err := StartSink(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := makeSession(t, 64<<10)
+	s.feed(o)
+	o.Close()
+	w := ws.list()
+	if len(w) != 1 || !strings.Contains(w[0], "validator") || !strings.Contains(w[0], "recording continues") {
+		t.Errorf("warnings %q, want one about the validator", w)
+	}
+	_, recs, trunc := readCassette(t, path)
+	if trunc != nil {
+		t.Fatal(trunc)
+	}
+	s.check(t, recs)
+}

@@ -1,0 +1,110 @@
+package recorder
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// The sink wire format: what `rpctap record` (the PipeObserver) writes to
+// `rpctap __sink` (SinkMain).
+//
+// The sink is started with five extra file descriptors:
+//
+//	fd 3  ctl     main -> sink: the config message, then events and gaps
+//	fd 4  in      main -> sink: chunks of the child's stdin (stream 0)
+//	fd 5  out     main -> sink: chunks of the child's stdout (stream 1)
+//	fd 6  err     main -> sink: chunks of the child's stderr (stream 2)
+//	fd 7  status  sink -> main: JSON lines {"warn":MSG} and {"done":true,...}
+//
+// Each stream has its own pipe so that a large chunk written with one
+// write system call is never interleaved with another stream's (writes over
+// PIPE_BUF are not atomic); writers of one pipe (several connections in
+// socket mode) take turns under a mutex. Every message on fds 3-6 is a
+// 32-byte header followed by its payload, written with one writev:
+//
+//	offset size  field
+//	 0      1    type: 'C' chunk, 'E' event, 'G' gap, 'H' config
+//	 1      1    stream (tap.Stream: 0 in, 1 out, 2 err)
+//	 2      2    zero
+//	 4      4    conn (socket mode connection, 0 in stdio mode)
+//	 8      8    seq: the chunk's Seq; for an event, the highest Seq handed
+//	             to Observe before it (the event is recorded after every
+//	             chunk up to that Seq); for a gap, the dropped chunk's Seq
+//	16      8    T: ns since the session started (int64)
+//	24      4    length of the payload
+//	28      4    magic 0x31747072 ("rpt1" in memory order)
+//	32      -    payload: the chunk's bytes; an event or the config as JSON;
+//	             for a gap, the number of bytes dropped (8 bytes)
+//
+// All integers are little-endian. A message cut short at the end of a pipe
+// (rpctap killed in the middle of a write into a full pipe) is recorded as
+// far as it goes, followed by a gap event for the rest.
+const (
+	msgChunk  = 'C'
+	msgEvent  = 'E'
+	msgGap    = 'G'
+	msgConfig = 'H'
+
+	hdrLen    = 32
+	wireMagic = 0x31747072
+
+	// maxMsg bounds a message's payload (a chunk is at most the tap's read
+	// size, 64 KiB, in practice); a larger length means a corrupt stream.
+	maxMsg = 64 << 20
+)
+
+type msgHeader struct {
+	typ    byte
+	stream uint8
+	conn   uint32
+	seq    uint64
+	t      int64
+	length uint32
+}
+
+func (h *msgHeader) put(b *[hdrLen]byte) {
+	b[0] = h.typ
+	b[1] = h.stream
+	b[2], b[3] = 0, 0
+	binary.LittleEndian.PutUint32(b[4:], h.conn)
+	binary.LittleEndian.PutUint64(b[8:], h.seq)
+	binary.LittleEndian.PutUint64(b[16:], uint64(h.t))
+	binary.LittleEndian.PutUint32(b[24:], h.length)
+	binary.LittleEndian.PutUint32(b[28:], wireMagic)
+}
+
+var errBadMessage = errors.New("sink: corrupt message header")
+
+func (h *msgHeader) get(b []byte) error {
+	if binary.LittleEndian.Uint32(b[28:]) != wireMagic {
+		return errBadMessage
+	}
+	h.typ = b[0]
+	h.stream = b[1]
+	h.conn = binary.LittleEndian.Uint32(b[4:])
+	h.seq = binary.LittleEndian.Uint64(b[8:])
+	h.t = int64(binary.LittleEndian.Uint64(b[16:]))
+	h.length = binary.LittleEndian.Uint32(b[24:])
+	switch {
+	case h.typ != msgChunk && h.typ != msgEvent && h.typ != msgGap && h.typ != msgConfig:
+		return fmt.Errorf("sink: unknown message type %q", h.typ)
+	case h.length > maxMsg:
+		return fmt.Errorf("sink: message of %d bytes", h.length)
+	case h.stream > 2:
+		return fmt.Errorf("sink: unknown stream %d", h.stream)
+	}
+	return nil
+}
+
+// readMsg reads one message header and returns it; the payload is read by
+// the caller. It returns io.EOF at a clean end and io.ErrUnexpectedEOF for a
+// torn header.
+func readHeader(r io.Reader, h *msgHeader) error {
+	var b [hdrLen]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return err
+	}
+	return h.get(b[:])
+}
