@@ -256,6 +256,10 @@ func (a *App) kickScan() {
 		for {
 			last := time.Now()
 			for !a.store.Scan(1 << 15) {
+				if a.Done() {
+					a.scanning.Store(false)
+					return
+				}
 				if time.Since(last) > 200*time.Millisecond {
 					last = time.Now()
 					a.post(a.analysisProgress)
@@ -291,7 +295,7 @@ func (a *App) kickFill(v *View) {
 	gen := a.fillGen.Add(1)
 	a.spawn(func() {
 		last := time.Now()
-		for a.fillGen.Load() == gen {
+		for a.fillGen.Load() == gen && !a.Done() {
 			done := a.store.Fill(v, 1<<15)
 			if done || time.Since(last) > 200*time.Millisecond {
 				last = time.Now()
@@ -319,7 +323,7 @@ func (a *App) kickTranscript() {
 		if a.tr == nil {
 			a.tr = &Transcript{}
 		}
-		for a.trNext < a.store.Len() {
+		for a.trNext < a.store.Len() && !a.Done() {
 			recs, err := a.store.Records(a.trNext, scanBatch)
 			if err != nil || len(recs) == 0 {
 				break
@@ -566,7 +570,7 @@ func (a *App) runSearch(back bool) {
 	a.searching = true
 	a.msg = "searching " + f.Expr + "…"
 	a.spawn(func() {
-		for a.searchGen.Load() == gen {
+		for a.searchGen.Load() == gen && !a.Done() {
 			r, found, done := a.store.Search(v, &f, from, back, 1<<15)
 			if !done {
 				from = r

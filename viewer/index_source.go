@@ -20,6 +20,9 @@ func OpenCassette(path string) (*IndexSource, error) {
 	return &IndexSource{X: x}, nil
 }
 
+// ConcurrentSafe implements ConcurrentSafe: an Index has its own lock.
+func (s *IndexSource) ConcurrentSafe() bool { return true }
+
 // Len implements Source.
 func (s *IndexSource) Len() int { return int(s.X.Count()) }
 

@@ -1,6 +1,7 @@
 package viewer
 
 import (
+	"runtime"
 	"sync"
 
 	"github.com/rpctap/rpctap/cassette"
@@ -15,8 +16,9 @@ import (
 // Memory: the Source's cache of decoded batches, a few pages of rows, and
 // the Analysis (see there); never the whole cassette.
 type Store struct {
-	srcMu sync.Mutex // serialises calls into the Source
+	srcMu sync.Mutex // serialises calls into a Source that is not ConcurrentSafe
 	src   Source
+	safe  bool
 
 	mu       sync.Mutex
 	n        int // records visible (a snapshot of src.Len)
@@ -26,18 +28,42 @@ type Store struct {
 	pages    map[int][]Row // page number -> rows; a small cache
 	order    []int         // pages in the order they were cached
 	err      error         // last error from the Source
+	ended    bool          // cached Ender answers, updated by Refresh
+	trunc    string
+}
+
+// ConcurrentSafe is implemented by sources whose methods may be called
+// from several goroutines at once (cassette.Index is); the Store then does
+// not serialise them, so the UI never waits for the background scan's
+// reads.
+type ConcurrentSafe interface{ ConcurrentSafe() bool }
+
+func (s *Store) lockSrc() {
+	if !s.safe {
+		s.srcMu.Lock()
+	}
+}
+
+func (s *Store) unlockSrc() {
+	if !s.safe {
+		s.srcMu.Unlock()
+	}
 }
 
 const (
 	pageRows  = 256
 	maxPages  = 64 // rows cached: 16384, a few screens in each direction
-	scanBatch = 2048
+	scanBatch = 512
 )
 
 // NewStore wraps src. It reads the header for the protocol name.
 func NewStore(src Source) *Store {
 	s := &Store{src: src, pages: map[int][]Row{}}
+	if c, ok := src.(ConcurrentSafe); ok && c.ConcurrentSafe() {
+		s.safe = true
+	}
 	s.n = src.Len()
+	s.ended, s.trunc = enderState(src)
 	if hdr, err := src.Records(0, 1); err == nil && len(hdr) == 1 && hdr[0].Header != nil {
 		s.protocol = hdr[0].Header.Protocol
 	}
@@ -65,33 +91,36 @@ func (s *Store) Err() error {
 
 // Ended reports whether the cassette was closed cleanly.
 func (s *Store) Ended() bool {
-	if e, ok := s.src.(Ender); ok {
-		s.srcMu.Lock()
-		defer s.srcMu.Unlock()
-		return e.Ended()
-	}
-	return false
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ended
 }
 
 // Truncated returns the Source's truncation message, if any.
 func (s *Store) Truncated() string {
-	if e, ok := s.src.(Ender); ok {
-		s.srcMu.Lock()
-		defer s.srcMu.Unlock()
-		return e.Truncated()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.trunc
+}
+
+func enderState(src Source) (bool, string) {
+	if e, ok := src.(Ender); ok {
+		return e.Ended(), e.Truncated()
 	}
-	return ""
+	return false, ""
 }
 
 // Refresh asks the Source for new records and reports how many appeared.
 // The last, partial page of rows is dropped from the cache so it is rebuilt.
 func (s *Store) Refresh() (int, error) {
-	s.srcMu.Lock()
+	s.lockSrc()
 	err := s.src.Refresh()
 	n := s.src.Len()
-	s.srcMu.Unlock()
+	ended, trunc := enderState(s.src)
+	s.unlockSrc()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.ended, s.trunc = ended, trunc
 	if err != nil {
 		s.err = err
 	}
@@ -105,9 +134,9 @@ func (s *Store) Refresh() (int, error) {
 
 // Records returns decoded records [from, from+n) as the Source has them.
 func (s *Store) Records(from, n int) ([]cassette.Record, error) {
-	s.srcMu.Lock()
-	defer s.srcMu.Unlock()
+	s.lockSrc()
 	recs, err := s.src.Records(from, n)
+	s.unlockSrc()
 	if err != nil {
 		s.mu.Lock()
 		s.err = err
@@ -220,11 +249,19 @@ func (s *Store) Scan(max int) bool {
 		if err != nil || len(recs) == 0 {
 			return true
 		}
-		s.mu.Lock()
+		// Classify outside the lock (it is the costly part), then add.
+		cl := make([]cassette.Record, len(recs))
 		for i := range recs {
-			s.an.Add(&recs[i])
+			cl[i] = recs[i]
+			s.classify.Fill(&cl[i])
+		}
+		s.mu.Lock()
+		for i := range cl {
+			s.an.Add(&cl[i])
 		}
 		s.mu.Unlock()
+		// Let the UI at the locks between batches: the scan is background work.
+		runtime.Gosched()
 		from += len(recs)
 		count -= len(recs)
 	}
@@ -265,4 +302,56 @@ func (s *Store) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.an.Stats()
+}
+
+// RowsAt returns the rows of the given record positions, taking the
+// analysis lock once (the table asks for a screenful at a time).
+func (s *Store) RowsAt(pos []int) []Row {
+	rows := make([]Row, len(pos))
+	ok := make([]bool, len(pos))
+	// Look the pages up under one lock; load the missing ones after.
+	pages := map[int][]Row{}
+	s.mu.Lock()
+	n := s.n
+	for _, p := range pos {
+		if p >= 0 && p < n {
+			if page, cached := s.pages[p/pageRows]; cached {
+				pages[p/pageRows] = page
+			}
+		}
+	}
+	s.mu.Unlock()
+	for i, p := range pos {
+		if p < 0 || p >= n {
+			continue
+		}
+		pg := p / pageRows
+		page, cached := pages[pg]
+		if !cached || p-pg*pageRows >= len(page) {
+			page = s.loadPage(pg)
+			pages[pg] = page
+		}
+		if p-pg*pageRows < len(page) {
+			rows[i], ok[i] = page[p-pg*pageRows], true
+		}
+	}
+	s.mu.Lock()
+	for i := range rows {
+		if ok[i] {
+			s.annotate(&rows[i])
+		}
+	}
+	s.mu.Unlock()
+	for i := range rows {
+		r := &rows[i]
+		if ok[i] && r.Kind == "response" && r.Method == "" && r.Paired && r.Pair < r.N {
+			if req, found := s.Row(int(r.Pair)); found {
+				r.Method = req.Method
+			}
+		}
+		if !ok[i] {
+			r.N = ^uint64(0)
+		}
+	}
+	return rows
 }

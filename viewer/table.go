@@ -72,6 +72,9 @@ func (c *listContent) GetCell(row, col int) *tview.TableCell {
 
 func alignRight(col int) bool { return col <= 2 || col == 7 || col == 8 }
 
+// rowBlock is how many rows the table renders at once on a cache miss.
+const rowBlock = 64
+
 func (c *listContent) rowCells(i int) []Cell {
 	c.mu.Lock()
 	cells, ok := c.cache[i]
@@ -79,20 +82,29 @@ func (c *listContent) rowCells(i int) []Cell {
 	if ok {
 		return cells
 	}
-	pos := c.view().At(i)
-	if pos < 0 {
-		return nil
+	// Render a block of rows with one trip to the store.
+	v := c.view()
+	from := i - i%rowBlock
+	var pos []int
+	for j := from; j < from+rowBlock; j++ {
+		p := v.At(j)
+		if p < 0 {
+			break
+		}
+		pos = append(pos, p)
 	}
-	row, ok := c.store.Row(pos)
-	if !ok {
-		return nil
-	}
-	cells = RowCells(&row, c.dim())
+	rows := c.store.RowsAt(pos)
+	dim := c.dim()
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if len(c.cache) > 1024 {
 		clear(c.cache)
 	}
-	c.cache[i] = cells
-	c.mu.Unlock()
-	return cells
+	for k := range rows {
+		if rows[k].N == ^uint64(0) {
+			continue
+		}
+		c.cache[from+k] = RowCells(&rows[k], dim)
+	}
+	return c.cache[i]
 }
