@@ -1,0 +1,115 @@
+package replay_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+
+	"github.com/coder/acp-go-sdk"
+	"github.com/rpctap/rpctap/replay"
+)
+
+// exampleClient is the parent under test: an ACP client (editor side) built
+// on the ACP Go SDK. A real one would render chunks and ask the user.
+type exampleClient struct {
+	mu     sync.Mutex
+	chunks []string
+	asked  string
+}
+
+func (c *exampleClient) SessionUpdate(_ context.Context, n acp.SessionNotification) error {
+	if u := n.Update.AgentMessageChunk; u != nil && u.Content.Text != nil {
+		c.mu.Lock()
+		c.chunks = append(c.chunks, u.Content.Text.Text)
+		c.mu.Unlock()
+	}
+	return nil
+}
+
+func (c *exampleClient) RequestPermission(_ context.Context, p acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+	c.mu.Lock()
+	c.asked = *p.ToolCall.Title
+	c.mu.Unlock()
+	return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{
+		Selected: &acp.RequestPermissionOutcomeSelected{OptionId: p.Options[0].OptionId}}}, nil
+}
+
+var errUnused = errors.New("not used in this session")
+
+func (c *exampleClient) ReadTextFile(context.Context, acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
+	return acp.ReadTextFileResponse{}, errUnused
+}
+func (c *exampleClient) WriteTextFile(context.Context, acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
+	return acp.WriteTextFileResponse{}, errUnused
+}
+func (c *exampleClient) CreateTerminal(context.Context, acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
+	return acp.CreateTerminalResponse{}, errUnused
+}
+func (c *exampleClient) KillTerminal(context.Context, acp.KillTerminalRequest) (acp.KillTerminalResponse, error) {
+	return acp.KillTerminalResponse{}, errUnused
+}
+func (c *exampleClient) TerminalOutput(context.Context, acp.TerminalOutputRequest) (acp.TerminalOutputResponse, error) {
+	return acp.TerminalOutputResponse{}, errUnused
+}
+func (c *exampleClient) ReleaseTerminal(context.Context, acp.ReleaseTerminalRequest) (acp.ReleaseTerminalResponse, error) {
+	return acp.ReleaseTerminalResponse{}, errUnused
+}
+func (c *exampleClient) WaitForTerminalExit(context.Context, acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
+	return acp.WaitForTerminalExitResponse{}, errUnused
+}
+
+// A Go parent's regression test: the agent is replaced by a fake child that
+// replays a cassette recorded with `rpctap record` (here, the ACP Go SDK's
+// example agent). No agent binary, no model, no network; in a real test the
+// prints below would be t.Fatal checks.
+func Example_goParentTest() {
+	child, err := replay.NewChild("testdata/acp-example.cassette",
+		replay.WithSpeed(0),     // no recorded pauses
+		replay.WithStrict(true), // any divergence fails Wait
+	)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	client := &exampleClient{}
+	conn := acp.NewClientSideConnection(client, child.Stdin, child.Stdout)
+	conn.SetLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx := context.Background()
+
+	if _, err := conn.Initialize(ctx, acp.InitializeRequest{
+		ProtocolVersion:    acp.ProtocolVersionNumber,
+		ClientCapabilities: acp.ClientCapabilities{Fs: acp.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}, Terminal: true},
+	}); err != nil {
+		fmt.Println("initialize:", err)
+		return
+	}
+	// The cwd differs from the recording's; ACP's default ignore rules say
+	// it does not matter.
+	sess, err := conn.NewSession(ctx, acp.NewSessionRequest{Cwd: "/tmp/somewhere-else", McpServers: []acp.McpServer{}})
+	if err != nil {
+		fmt.Println("session/new:", err)
+		return
+	}
+	resp, err := conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("Hello, agent!")}})
+	if err != nil {
+		fmt.Println("session/prompt:", err)
+		return
+	}
+	child.Stdin.Close() // like closing a real agent's stdin
+	res, err := child.Wait()
+
+	fmt.Println("stop reason:", resp.StopReason)
+	fmt.Println("permission asked for:", client.asked)
+	fmt.Println("message chunks:", len(client.chunks))
+	fmt.Println("divergences:", len(res.Divergences), "error:", err)
+	fmt.Println("recorded exit status:", res.Exit.Code)
+	// Output:
+	// stop reason: end_turn
+	// permission asked for: Modifying critical configuration file
+	// message chunks: 4
+	// divergences: 0 error: <nil>
+	// recorded exit status: 0
+}
