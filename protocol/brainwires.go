@@ -144,7 +144,8 @@ func (brainwiresProto) Classify(dir Dir, frame []byte) Info {
 }
 
 func (brainwiresProto) Validate(dir Dir, frame []byte, info Info) []Violation {
-	c := checker{p: "brainwires"}
+	c := newChecker("brainwires")
+	defer c.release()
 	t, _ := evScanTop(frame)
 	if bwIsHandshakeShape(dir, &t) {
 		o, ok := c.object(frame)
@@ -153,7 +154,7 @@ func (brainwiresProto) Validate(dir Dir, frame []byte, info Info) []Violation {
 		}
 		if dir == FromParent {
 			c.fields(o, bwHandshake, "", "Handshake")
-			bwCheckHandshake(&c, o)
+			bwCheckHandshake(c, o)
 		} else {
 			c.fields(o, bwHandshakeResponse, "", "HandshakeResponse")
 			if acc, _ := o.boolean("accepted"); acc && o.isNull("session_token") {
@@ -166,9 +167,9 @@ func (brainwiresProto) Validate(dir Dir, frame []byte, info Info) []Violation {
 	o, typ := c.top(dir, frame, &brainwiresTable)
 	switch typ {
 	case "set_tool_mode":
-		bwCheckToolModeObject(&c, o, "mode")
+		bwCheckToolModeObject(c, o, "mode")
 	case "conversation_sync":
-		bwCheckToolModeObject(&c, o, "tool_mode")
+		bwCheckToolModeObject(c, o, "tool_mode")
 	case "tool_progress":
 		if p, ok := o.get("progress"); ok && jsonType(p) == "number" {
 			if f, err := strconv.ParseFloat(string(p), 64); err == nil && (f < 0 || f > 1) {

@@ -173,7 +173,8 @@ func (opiProto) Classify(dir Dir, frame []byte) Info {
 }
 
 func (opiProto) Validate(dir Dir, frame []byte, info Info) []Violation {
-	c := checker{p: "opi"}
+	c := newChecker("opi")
+	defer c.release()
 	o, typ := c.top(dir, frame, &opiTable)
 	switch typ {
 	case "rpc_ready":
@@ -190,7 +191,7 @@ func (opiProto) Validate(dir Dir, frame []byte, info Info) []Violation {
 				fmt.Sprintf("thinking level %q: the coding harness accepts %s and answers anything else with an error", l, strings.Join(quoteAll(opiThinkingLevels), ", ")))
 		}
 	case "response":
-		opiCheckResponse(&c, o)
+		opiCheckResponse(c, o)
 	}
 	return c.out
 }

@@ -151,7 +151,8 @@ func (piProto) Classify(dir Dir, frame []byte) Info {
 }
 
 func (piProto) Validate(dir Dir, frame []byte, info Info) []Violation {
-	c := checker{p: "pi"}
+	c := newChecker("pi")
+	defer c.release()
 	o, typ := c.top(dir, frame, &piTable)
 	switch typ {
 	case "response":

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // ---------------------------------------------------------------------------
@@ -285,9 +286,29 @@ func quoteAll(v []string) []string {
 
 // checker accumulates violations for one frame.
 type checker struct {
-	p     string // code prefix: "synaps", "opi", ...
-	out   []Violation
-	arena []member
+	p      string // code prefix: "synaps", "opi", ...
+	out    []Violation
+	arena  []member
+	pooled *[]member
+}
+
+// arenas recycles the member buffers of checkers between frames.
+var arenas = sync.Pool{New: func() any { b := make([]member, 0, 64); return &b }}
+
+// newChecker returns a checker with a pooled member arena; call release
+// when done with everything that points into the frame's members.
+func newChecker(prefix string) *checker {
+	a := arenas.Get().(*[]member)
+	return &checker{p: prefix, arena: (*a)[:0], pooled: a}
+}
+
+func (c *checker) release() {
+	if c.pooled != nil && cap(c.arena) <= 4096 {
+		clear(c.arena[:cap(c.arena)]) // drop references into the frame
+		*c.pooled = c.arena[:0]
+		arenas.Put(c.pooled)
+	}
+	c.pooled = nil
 }
 
 func (c *checker) add(sev Severity, code, ptr, msg string) {

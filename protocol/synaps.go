@@ -122,7 +122,8 @@ func (synapsProto) Classify(dir Dir, frame []byte) Info {
 }
 
 func (synapsProto) Validate(dir Dir, frame []byte, info Info) []Violation {
-	c := checker{p: "synaps"}
+	c := newChecker("synaps")
+	defer c.release()
 	o, typ := c.top(dir, frame, &synapsTable)
 	switch typ {
 	case "ready":
@@ -165,8 +166,8 @@ func (synapsProto) Pair(dir Dir, info Info) (string, PairRole) {
 		if info.Kind != Request {
 			return "", PairNone
 		}
-		if info.ID == "" {
-			if info.Method == "tools_list" {
+		if info.ID == "" || info.ID == "null" {
+			if info.Method == "tools_list" { // Option<String>: absent or null, answered with "id":""
 				return `""`, PairOpen
 			}
 			return "", PairNone

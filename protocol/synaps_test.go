@@ -107,6 +107,8 @@ func TestSynapsClassify(t *testing.T) {
 		key  string
 	}{
 		{FromParent, Info{Kind: Request, Method: "tools_list"}, PairOpen, `""`},
+		{FromParent, Info{Kind: Request, Method: "tools_list", ID: "null"}, PairOpen, `""`},
+		{FromParent, Info{Kind: Request, Method: "tools_list", ID: `"t"`}, PairOpen, `"t"`},
 		{FromParent, Info{Kind: Notification, Method: "shutdown"}, PairNone, ""},
 		{FromChild, Info{Kind: Response, Method: "auto_turn", ID: `"auto:3"`}, PairNone, ""},
 		{FromChild, Info{Kind: Response, Method: "compact.disclosure", ID: `"7"`}, PairNone, ""},
