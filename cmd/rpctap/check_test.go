@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rpctap/rpctap/cassette"
 )
@@ -289,5 +291,87 @@ func TestCheckConnections(t *testing.T) {
 	f := doc.Files[0].Findings
 	if len(f) != 1 || f[0].Code != "session.unanswered" || f[0].Conn != 2 {
 		t.Errorf("want one unanswered request on connection 2 (ids repeat across connections legally), got %+v", f)
+	}
+}
+
+// TestCheckRealPeers records the ACP Go SDK example client with its example
+// agent, and the MCP Go SDK listfeatures client with the everything server,
+// through `rpctap record` (rpctap is in PATH as this test binary, see
+// TestMain), then checks the cassettes: the right protocol is detected and
+// no error-level violation is found.
+func TestCheckRealPeers(t *testing.T) {
+	if _, ok := commands["record"]; !ok {
+		t.Skip("needs `rpctap record`, which is not available in this build yet")
+	}
+	if testing.Short() {
+		t.Skip("builds the SDK example programs; skipped with -short")
+	}
+	rp, err := exec.LookPath("rpctap")
+	if err != nil {
+		t.Fatal("rpctap is not in PATH: ", err)
+	}
+	bin := t.TempDir()
+	build := func(name, pkg string) string {
+		out := filepath.Join(bin, name)
+		if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+		}
+		return out
+	}
+	cases := []struct {
+		proto         string
+		parent, child []string
+	}{
+		{"acp", []string{build("acpclient", "github.com/coder/acp-go-sdk/example/client")},
+			[]string{build("acpagent", "github.com/coder/acp-go-sdk/example/agent")}},
+		{"mcp", []string{build("mcpclient", "github.com/modelcontextprotocol/go-sdk/examples/client/listfeatures")},
+			[]string{build("mcpserver", "github.com/modelcontextprotocol/go-sdk/examples/server/everything")}},
+	}
+	for _, c := range cases {
+		t.Run(c.proto, func(t *testing.T) {
+			dir := t.TempDir()
+			cas := filepath.Join(dir, c.proto+".cassette")
+			argv := append(append(append([]string{}, c.parent...), rp, "record", "-o", cas, "--"), c.child...)
+			cmd := exec.Command(argv[0], argv[1:]...)
+			cmd.Dir = dir
+			cmd.Stdin = strings.NewReader("")
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case <-done:
+			case <-time.After(90 * time.Second):
+				cmd.Process.Kill()
+				<-done
+				t.Fatalf("%v did not finish:\n%s", argv, out.String())
+			}
+			if _, err := os.Stat(cas); err != nil {
+				t.Fatalf("no cassette after the run (%v):\n%s", err, out.String())
+			}
+			code, rep, errs := runMain("check", "--format", "json", cas)
+			var doc struct {
+				Files []checkReport `json:"files"`
+			}
+			if err := json.Unmarshal([]byte(rep), &doc); err != nil || len(doc.Files) != 1 {
+				t.Fatalf("check: exit %d, %v\n%s%s", code, err, rep, errs)
+			}
+			f := doc.Files[0]
+			if f.Protocol != c.proto || f.ProtocolSource != "detected" {
+				t.Errorf("detected %q (%s), want %q", f.Protocol, f.ProtocolSource, c.proto)
+			}
+			if f.Frames < 4 {
+				t.Errorf("only %d frames recorded", f.Frames)
+			}
+			if code != ExitOK || f.Errors != 0 {
+				t.Errorf("check: exit %d, %d errors:\n%s", code, f.Errors, rep)
+			}
+			for _, v := range f.Findings {
+				t.Logf("%s %s record %d: %s", v.Severity, v.Code, v.Record, v.Message)
+			}
+		})
 	}
 }
