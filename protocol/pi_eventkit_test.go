@@ -378,3 +378,36 @@ func FuzzPiFamily(f *testing.F) {
 		}
 	})
 }
+
+// TestPiFamilyDetectionOrder: parent frames recorded before the child's
+// handshake do not mislead detection, and frames of one protocol that look
+// like another's (shared command names) resolve by the distinguishing ones.
+func TestPiFamilyDetectionOrder(t *testing.T) {
+	cases := []struct {
+		want  string
+		steps []string
+	}{
+		{"synaps", []string{`in {"type":"get_state","id":"1"}`, `in {"type":"get_messages","id":"2"}`,
+			`out {"type":"ready","session_id":"s","model":"m","protocol_version":1}`}},
+		{"opi", []string{`in {"type":"prompt","message":"hi"}`, `in {"type":"abort"}`,
+			`out {"type":"rpc_ready","schema_version":2,"mode":"rpc","version":"0.5.0"}`}},
+		{"opi", []string{`out {"type":"AgentStart"}`}},                                                  // recording started late
+		{"synaps", []string{`out {"type":"response","id":"1","command":"get_state","streaming":false}`}}, // no "success"
+		{"pi", []string{`out {"type":"response","command":"get_state","success":true,"data":{}}`}},
+		{"pi", []string{`in {"type":"prompt","message":"hi"}`, `out {"type":"agent_start"}`}},
+		{"pi", []string{`in {"type":"set_model","provider":"a","modelId":"b"}`}},
+		{"synaps", []string{`out {"type":"message_update","event":{"type":"text_delta","delta":"x"}}`}},
+		{"pi", []string{`out {"type":"message_update","message":{"role":"assistant"},"assistantMessageEvent":{"type":"start","partial":{}}}`}},
+		{"brainwires", []string{`out {"accepted":true,"session_id":"abc","session_token":"t","error":null}`}},
+		{"brainwires", []string{`in {"type":"set_tool_mode","mode":"Smart"}`}},
+	}
+	for _, c := range cases {
+		var frames []DirFrame
+		for _, st := range mustSteps(t, c.steps...) {
+			frames = append(frames, DirFrame{st.dir, st.frame})
+		}
+		if got := Detect(frames); got != c.want {
+			t.Errorf("%v: detected %q, want %q", c.steps, got, c.want)
+		}
+	}
+}
