@@ -391,7 +391,7 @@ func TestPiFamilyDetectionOrder(t *testing.T) {
 			`out {"type":"ready","session_id":"s","model":"m","protocol_version":1}`}},
 		{"opi", []string{`in {"type":"prompt","message":"hi"}`, `in {"type":"abort"}`,
 			`out {"type":"rpc_ready","schema_version":2,"mode":"rpc","version":"0.5.0"}`}},
-		{"opi", []string{`out {"type":"AgentStart"}`}},                                                  // recording started late
+		{"opi", []string{`out {"type":"AgentStart"}`}},                                                   // recording started late
 		{"synaps", []string{`out {"type":"response","id":"1","command":"get_state","streaming":false}`}}, // no "success"
 		{"pi", []string{`out {"type":"response","command":"get_state","success":true,"data":{}}`}},
 		{"pi", []string{`in {"type":"prompt","message":"hi"}`, `out {"type":"agent_start"}`}},
