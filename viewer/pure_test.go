@@ -309,3 +309,31 @@ func TestIsChunk(t *testing.T) {
 		t.Errorf("chunks %v, want 5", chunks)
 	}
 }
+
+func TestPairNearbyBeforeTheAnalysis(t *testing.T) {
+	// A store whose analysis has not run: rows still get their pairs from
+	// the records around them, the same ones the analysis finds later.
+	recs := acpSession()
+	s := NewStore(NewMemSource(recs...))
+	var pos []int
+	for i := range recs {
+		pos = append(pos, i)
+	}
+	before := s.RowsAt(pos)
+	for !s.Scan(1 << 20) {
+	}
+	after := s.RowsAt(pos)
+	paired := 0
+	for i := range before {
+		b, a := before[i], after[i]
+		if b.Paired != a.Paired || b.Pair != a.Pair || b.Latency != a.Latency {
+			t.Errorf("#%d: nearby pairing %v #%d %d, analysis %v #%d %d", i, b.Paired, b.Pair, b.Latency, a.Paired, a.Pair, a.Latency)
+		}
+		if b.Paired {
+			paired++
+		}
+	}
+	if paired != 8 {
+		t.Errorf("%d rows paired nearby, want 8 (4 requests and their responses)", paired)
+	}
+}

@@ -30,7 +30,17 @@ type Store struct {
 	err      error         // last error from the Source
 	ended    bool          // cached Ender answers, updated by Refresh
 	trunc    string
+	nearby   map[uint64]nearPair // pairs found around rows the analysis has not reached
 }
+
+type nearPair struct {
+	partner uint64
+	lat     int64
+	ok      bool
+}
+
+// nearbyWindow bounds how far pairNearby looks for a partner.
+const nearbyWindow = 4096
 
 // ConcurrentSafe is implemented by sources whose methods may be called
 // from several goroutines at once (cassette.Index is); the Store then does
@@ -58,7 +68,7 @@ const (
 
 // NewStore wraps src. It reads the header for the protocol name.
 func NewStore(src Source) *Store {
-	s := &Store{src: src, pages: map[int][]Row{}}
+	s := &Store{src: src, pages: map[int][]Row{}, nearby: map[uint64]nearPair{}}
 	if c, ok := src.(ConcurrentSafe); ok && c.ConcurrentSafe() {
 		s.safe = true
 	}
@@ -278,9 +288,92 @@ func (s *Store) Scanned() int {
 // Pair returns record i's paired request or response, if known.
 func (s *Store) Pair(i int) (int, bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	p, _, ok := s.an.Pair(uint64(i))
+	reached := uint64(i) < s.an.Next()
+	s.mu.Unlock()
+	if ok || reached {
+		return int(p), ok
+	}
+	row, found := s.Row(i)
+	if !found || row.K != cassette.KindFrame {
+		return 0, false
+	}
+	p, _, ok = s.pairNearby(row)
 	return int(p), ok
+}
+
+// pairNearby pairs a row that the analysis has not reached yet (a jump to
+// the end of a large cassette) by looking at up to nearbyWindow records
+// around it: a response's request is the nearest earlier request from the
+// other direction on the same connection with the same id (or, without
+// ids, the same method); a request's response is the first later such
+// response, unless the same id is reused first. On well-formed sessions
+// this is what the analysis finds; it stops being used once the analysis
+// gets there.
+func (s *Store) pairNearby(row Row) (uint64, int64, bool) {
+	s.mu.Lock()
+	if np, ok := s.nearby[row.N]; ok {
+		s.mu.Unlock()
+		return np.partner, np.lat, np.ok
+	}
+	n := s.n
+	s.mu.Unlock()
+	same := func(r *cassette.Record) bool {
+		if r.K != cassette.KindFrame || r.Conn != row.Conn || r.Part {
+			return false
+		}
+		if row.ID != "" {
+			return string(r.ID) == row.ID
+		}
+		return len(r.ID) == 0 && r.Method == row.Method
+	}
+	var res nearPair
+	final := true
+	switch row.Kind {
+	case "response":
+		from := max(0, int(row.N)-nearbyWindow)
+		recs, _ := s.Records(from, int(row.N)-from)
+		for i := len(recs) - 1; i >= 0; i-- {
+			r := recs[i]
+			s.classify.Fill(&r)
+			if !same(&r) {
+				continue
+			}
+			if r.D != row.Dir && r.Kind == "request" {
+				res = nearPair{partner: r.N, lat: row.T - r.T, ok: true}
+				break
+			}
+			if r.D == row.Dir && r.Kind == "response" {
+				break // an earlier response with this id took the request
+			}
+		}
+	case "request":
+		recs, _ := s.Records(int(row.N)+1, nearbyWindow)
+		final = int(row.N)+1+nearbyWindow <= n // else a later record may still answer it
+		for i := range recs {
+			r := recs[i]
+			s.classify.Fill(&r)
+			if !same(&r) {
+				continue
+			}
+			if r.D != row.Dir && r.Kind == "response" {
+				res = nearPair{partner: r.N, lat: r.T - row.T, ok: true}
+				break
+			}
+			if r.D == row.Dir && r.Kind == "request" {
+				break // the id was reused: this request was never answered
+			}
+		}
+	}
+	if res.ok || final {
+		s.mu.Lock()
+		if len(s.nearby) > 8192 {
+			clear(s.nearby)
+		}
+		s.nearby[row.N] = res
+		s.mu.Unlock()
+	}
+	return res.partner, res.lat, res.ok
 }
 
 // Violations returns the violation records about record i.
@@ -342,8 +435,17 @@ func (s *Store) RowsAt(pos []int) []Row {
 		}
 	}
 	s.mu.Unlock()
+	scanned := uint64(s.Scanned())
 	for i := range rows {
 		r := &rows[i]
+		if ok[i] && !r.Paired && r.N >= scanned && r.K == cassette.KindFrame && (r.Kind == "request" || r.Kind == "response") {
+			if p, lat, found := s.pairNearby(*r); found {
+				r.Paired, r.Pair = true, p
+				if r.Kind == "response" {
+					r.Latency = lat
+				}
+			}
+		}
 		if ok[i] && r.Kind == "response" && r.Method == "" && r.Paired && r.Pair < r.N {
 			if req, found := s.Row(int(r.Pair)); found {
 				r.Method = req.Method
