@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"fmt"
+	"strconv"
 )
 
 // JSON-RPC 2.0 (https://www.jsonrpc.org/specification): the envelope shared
@@ -58,20 +59,65 @@ func (f *rpcFields) info() Info {
 	if !f.object {
 		return Info{Kind: Invalid}
 	}
+	id := idString(f.id)
 	if f.method != nil {
-		m, ok := rawString(f.method)
+		m, ok := methodString(f.method)
 		if !ok {
-			return Info{Kind: Invalid, ID: string(f.id)}
+			return Info{Kind: Invalid, ID: id}
 		}
 		if f.id != nil {
-			return Info{Kind: Request, Method: m, ID: string(f.id)}
+			return Info{Kind: Request, Method: m, ID: id}
 		}
 		return Info{Kind: Notification, Method: m}
 	}
 	if f.result != nil || f.err != nil {
-		return Info{Kind: Response, ID: string(f.id)}
+		return Info{Kind: Response, ID: id}
 	}
-	return Info{Kind: Invalid, ID: string(f.id)}
+	return Info{Kind: Invalid, ID: id}
+}
+
+// knownMethods interns the method names of the catalogues so that
+// classifying a frame with a known method allocates nothing for it.
+var knownMethods = map[string]string{}
+
+// smallIDs interns the ids 0..1023, the ones most sessions use.
+var smallIDs [1024]string
+
+func init() {
+	for m := range acpMethods {
+		knownMethods[m] = m
+	}
+	for m := range mcpMethods {
+		knownMethods[m] = m
+	}
+	for i := range smallIDs {
+		smallIDs[i] = strconv.Itoa(i)
+	}
+}
+
+func methodString(raw []byte) (string, bool) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
+		if m, ok := knownMethods[string(raw[1:len(raw)-1])]; ok {
+			return m, true
+		}
+	}
+	return rawString(raw)
+}
+
+func idString(raw []byte) string {
+	if len(raw) > 0 && len(raw) <= 4 && (raw[0] != '0' || len(raw) == 1) {
+		n := 0
+		for _, c := range raw {
+			if c < '0' || c > '9' {
+				return string(raw)
+			}
+			n = n*10 + int(c-'0')
+		}
+		if n < len(smallIDs) {
+			return smallIDs[n]
+		}
+	}
+	return string(raw)
 }
 
 // looksJSONRPC20 is the detector's fallback test.

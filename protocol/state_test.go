@@ -218,3 +218,20 @@ func TestScanner(t *testing.T) {
 		}
 	}
 }
+
+func TestInterning(t *testing.T) {
+	for raw, want := range map[string]string{"0": "0", "7": "7", "1023": "1023", "1024": "1024", "007": "007", `"a"`: `"a"`, "-1": "-1", "1.5": "1.5"} {
+		if got := idString([]byte(raw)); got != want {
+			t.Errorf("idString(%s) = %q", raw, got)
+		}
+	}
+	for raw, want := range map[string]string{`"session/prompt"`: "session/prompt", `"x\/y"`: "x/y", `"brand/new"`: "brand/new"} {
+		if got, ok := methodString([]byte(raw)); !ok || got != want {
+			t.Errorf("methodString(%s) = %q, %v", raw, got, ok)
+		}
+	}
+	f := []byte(`{"jsonrpc":"2.0","id":12,"method":"session/prompt","params":{}}`)
+	if n := testing.AllocsPerRun(100, func() { classifyRPC(f) }); n != 0 {
+		t.Errorf("classifying a known method with a small id allocates %v times", n)
+	}
+}
