@@ -13,11 +13,12 @@ import "fmt"
 type piProto struct{}
 
 var (
-	piQueueMode     = tEnum("all", "one-at-a-time")
-	piThinkingLevel = tEnum("off", "minimal", "low", "medium", "high", "xhigh")
-	piImage         = tObj(req("type", tString))
-	piMessage       = tObj(req("role", tString)) // AgentMessage: role-tagged and extensible (custom messages)
-	piStopReason    = tEnum("stop", "length", "toolUse", "error", "aborted")
+	piQueueMode        = tEnum("all", "one-at-a-time")
+	piThinkingLevel    = tEnum("off", "minimal", "low", "medium", "high", "xhigh")
+	piImage            = tObj(req("type", tString))
+	piMessage          = tObj(req("role", tString)) // AgentMessage: role-tagged and extensible (custom messages)
+	piStopReason       = tEnum("stop", "length", "toolUse", "error", "aborted")
+	piCompactionReason = tEnum("manual", "threshold", "overflow")
 
 	piDelta = []fld{req("contentIndex", tUint), req("delta", tString), req("partial", tObjAny)}
 	piStart = []fld{req("contentIndex", tUint), req("partial", tObjAny)}
@@ -105,13 +106,22 @@ var piTable = evTable{
 		"tool_execution_start":  {req("toolCallId", tString), req("toolName", tString), optNull("args", tAny)},
 		"tool_execution_update": {req("toolCallId", tString), req("toolName", tString), optNull("args", tAny), optNull("partialResult", tAny)},
 		"tool_execution_end":    {req("toolCallId", tString), req("toolName", tString), optNull("result", tAny), req("isError", tBool)},
+		// auto_compaction_* (pi's RPC docs) were renamed compaction_* by 0.73,
+		// which also added queue_update, session_info_changed and
+		// thinking_level_changed to AgentSessionEvent; both generations pass.
 		"auto_compaction_start": {req("reason", tEnum("threshold", "overflow"))},
 		"auto_compaction_end": {reqNull("result", tObjAny), req("aborted", tBool), opt("willRetry", tBool),
 			optNull("errorMessage", tString)},
-		"auto_retry_start":     {req("attempt", tNumber), req("maxAttempts", tNumber), req("delayMs", tNumber), req("errorMessage", tString)},
-		"auto_retry_end":       {req("success", tBool), req("attempt", tNumber), optNull("finalError", tString)},
-		"extension_error":      {req("extensionPath", tString), req("event", tString), req("error", tString)},
-		"extension_ui_request": {req("id", tString), req("method", tString)},
+		"compaction_start": {req("reason", piCompactionReason)},
+		"compaction_end": {req("reason", piCompactionReason), optNull("result", tObjAny), req("aborted", tBool),
+			req("willRetry", tBool), optNull("errorMessage", tString)},
+		"queue_update":           {req("steering", tArr(tString)), req("followUp", tArr(tString))},
+		"session_info_changed":   {optNull("name", tString)},
+		"thinking_level_changed": {req("level", piThinkingLevel)},
+		"auto_retry_start":       {req("attempt", tNumber), req("maxAttempts", tNumber), req("delayMs", tNumber), req("errorMessage", tString)},
+		"auto_retry_end":         {req("success", tBool), req("attempt", tNumber), optNull("finalError", tString)},
+		"extension_error":        {req("extensionPath", tString), req("event", tString), req("error", tString)},
+		"extension_ui_request":   {req("id", tString), req("method", tString)},
 	},
 	// pi answers an unknown command with an error response and carries on;
 	// its event set grows from release to release.
