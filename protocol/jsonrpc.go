@@ -23,7 +23,14 @@ type rpcFields struct {
 }
 
 // scanRPC extracts the JSON-RPC members of frame without decoding it.
-func scanRPC(frame []byte) rpcFields {
+func scanRPC(frame []byte) rpcFields { return scanRPCMembers(frame, false) }
+
+// scanRPCMembers scans the top-level members. With early set it stops as
+// soon as the kind is certain (method and id seen, or result/error and id
+// seen), so a large params or result at the end is not walked; the fields
+// after that point are left unset. Classification uses it; validation
+// scans everything.
+func scanRPCMembers(frame []byte, early bool) rpcFields {
 	var f rpcFields
 	f.object = forEachMember(frame, func(k, v []byte) bool {
 		switch string(k) {
@@ -40,7 +47,7 @@ func scanRPC(frame []byte) rpcFields {
 		case "error":
 			f.err = v
 		}
-		return true
+		return !early || f.id == nil || (f.method == nil && f.result == nil && f.err == nil)
 	})
 	return f
 }
@@ -51,7 +58,7 @@ func (f *rpcFields) is20() bool { return string(f.jsonrpc) == `"2.0"` }
 // classifyRPC is the JSON-RPC classification: a method with an id is a
 // request, a method without one a notification, result or error a response.
 func classifyRPC(frame []byte) Info {
-	f := scanRPC(frame)
+	f := scanRPCMembers(frame, true)
 	return f.info()
 }
 
