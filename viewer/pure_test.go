@@ -195,7 +195,7 @@ func TestTranscriptACP(t *testing.T) {
 		t.Fatalf("turn 1 entry kinds %v, want %v; texts %q", kinds, wantKinds, texts)
 	}
 	wantTexts := []string{"Fix the bug", "Looking at the code.", "I will edit main.go.", "tool Edit main.go (edit) pending",
-		"permission? Edit main.go [allow / reject]", "permission → selected allow", "tool call_1 completed", "Done [really].", "stop: end_turn"}
+		"permission? Edit main.go [allow / reject]", "permission → selected allow", "tool Edit main.go completed", "Done [really].", "stop: end_turn"}
 	if !slices.Equal(texts, wantTexts) {
 		t.Errorf("turn 1 texts\n%q\nwant\n%q", texts, wantTexts)
 	}

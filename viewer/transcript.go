@@ -52,6 +52,7 @@ type Turn struct {
 type Transcript struct {
 	Turns []*Turn
 	cur   *Turn
+	tools map[string]string // ACP toolCallId -> title, for updates that carry no title
 }
 
 func (tr *Transcript) turn(t int64) *Turn {
@@ -248,6 +249,12 @@ func (tr *Transcript) Add(r *cassette.Record) {
 		case "user_message_chunk":
 			tr.add(r, EntryUser, "", blockText(u.Content), true)
 		case "tool_call":
+			if tr.tools == nil {
+				tr.tools = map[string]string{}
+			}
+			if len(tr.tools) < 1<<16 {
+				tr.tools[u.ToolCallID] = u.Title
+			}
 			s := "tool " + u.Title
 			if u.Kind != "" {
 				s += " (" + u.Kind + ")"
@@ -259,6 +266,9 @@ func (tr *Transcript) Add(r *cassette.Record) {
 		case "tool_call_update":
 			if u.Status != "" {
 				title := u.Title
+				if title == "" {
+					title = tr.tools[u.ToolCallID]
+				}
 				if title == "" {
 					title = u.ToolCallID
 				}
