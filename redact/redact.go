@@ -1,0 +1,275 @@
+// Package redact replaces secret values in a recorded frame before it is
+// written to a cassette. The live session is never altered: the tap forwards
+// the original bytes, and only the recorder's copy goes through here.
+//
+// Redaction splices: the byte span of each secret value is replaced by the
+// JSON string "[REDACTED]" and every other byte stays exactly as it was
+// (key order, white space, escapes, numbers), so a redacted cassette still
+// shows the frame as the peer sent it. Re-marshalling would reorder keys and
+// rewrite numbers, and replay would no longer see the recorded shape.
+//
+// What is secret (keys compare case-insensitively, ignoring '-' and '_'):
+//   - the value of a member whose key is a secret key: token, secret,
+//     password, api_key (apiKey), authorization, session_token (brainwires),
+//     access_token, refresh_token, client_secret, cookie, set_cookie,
+//     x_api_key, proxy_authorization, and any key added with Options.Keys;
+//   - every value inside an "env" object (MCP server env) and the "value" of
+//     each {"name":..,"value":..} in an "env" array (ACP EnvVariable);
+//   - the "value" of a {"name":..,"value":..} object whose name is a secret
+//     key (ACP mcpServers HTTP headers: [{"name":"Authorization","value":..}]);
+//   - the params of an ACP "authenticate" request, except "methodId";
+//   - in a line that is not JSON: the token after "Bearer ".
+//
+// null, true, false and empty strings are kept (they hide nothing and show
+// that the field was there). Frames without any candidate key text return
+// unchanged without being parsed.
+package redact
+
+import (
+	"bytes"
+	"encoding/json"
+	"sort"
+	"strings"
+)
+
+// Placeholder replaces each secret value (as a JSON string in JSON frames).
+const Placeholder = "[REDACTED]"
+
+const quotedPlaceholder = `"` + Placeholder + `"`
+
+// DefaultKeys are the secret keys redacted by default, in normalized form.
+var DefaultKeys = []string{
+	"token", "secret", "password", "apikey", "authorization", "sessiontoken",
+	"accesstoken", "refreshtoken", "clientsecret", "cookie", "setcookie",
+	"xapikey", "proxyauthorization",
+}
+
+// Options configure a Redactor.
+type Options struct {
+	Keys []string // more secret keys (rpctap record --redact KEY)
+	Off  bool     // redact nothing (rpctap record --no-redact)
+}
+
+// Redactor redacts frames. It is immutable once built and safe for
+// concurrent use.
+type Redactor struct {
+	off     bool
+	keys    map[string]bool
+	needles []string // normalized substrings, one of which any redactable frame contains
+	first   [256]bool // bytes (either case) that start a needle
+}
+
+// New builds a Redactor from the default keys plus o.Keys.
+func New(o Options) *Redactor {
+	r := &Redactor{off: o.Off, keys: map[string]bool{}}
+	for _, k := range DefaultKeys {
+		r.keys[k] = true
+	}
+	// Needles for the fast path: any frame that can need redaction contains
+	// one of these (modulo case, '-' and '_'): every default key contains
+	// token, secret, password, apikey, auth or cookie; env and bearer are
+	// the other rules; authenticate contains auth.
+	r.needles = []string{"token", "secret", "password", "apikey", "auth", "cookie", "env", "bearer"}
+	for _, k := range o.Keys {
+		n := Normalize(k)
+		if n == "" {
+			continue
+		}
+		r.keys[n] = true
+		covered := false
+		for _, nd := range r.needles {
+			if strings.Contains(n, nd) {
+				covered = true
+			}
+		}
+		if !covered {
+			r.needles = append(r.needles, n)
+		}
+	}
+	for _, nd := range r.needles {
+		c := nd[0]
+		r.first[c] = true
+		if 'a' <= c && c <= 'z' {
+			r.first[c-32] = true
+		}
+	}
+	return r
+}
+
+// Default is the Redactor with the default rules.
+func Default() *Redactor { return New(Options{}) }
+
+// Enabled reports whether the Redactor redacts anything.
+func (r *Redactor) Enabled() bool { return r != nil && !r.off }
+
+// Normalize folds a key for comparison: lower case, without '-' and '_'.
+func Normalize(k string) string {
+	var b strings.Builder
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		switch {
+		case c == '-' || c == '_':
+		case 'A' <= c && c <= 'Z':
+			b.WriteByte(c + 32)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// Line redacts one frame (a line without its line ending). It returns the
+// line itself when nothing was redacted, else a new slice, and whether
+// anything was replaced. A valid JSON frame stays valid JSON; a frame that
+// was not valid JSON does not become valid.
+func (r *Redactor) Line(line []byte) ([]byte, bool) {
+	out, applied, _ := r.line(line)
+	return out, len(applied) > 0
+}
+
+// line is Line, also returning the spans of line that were replaced and
+// whether the line was treated as JSON (tests check that every other byte
+// is unchanged).
+func (r *Redactor) line(line []byte) (out []byte, applied []span, isJSON bool) {
+	if !r.Enabled() || !r.candidate(line) {
+		return line, nil, false
+	}
+	if !json.Valid(line) {
+		out, applied = redactBearer(line)
+		return out, applied, false
+	}
+	w := walker{b: line, r: r}
+	if _, ok := w.value(skipWS(line, 0), 0, ctxNone); !ok || len(w.spans) == 0 {
+		return line, nil, true
+	}
+	out, applied = splice(line, w.spans)
+	return out, applied, true
+}
+
+// candidate is the fast path: whether the line contains any needle, with
+// ASCII case folded and '-' and '_' skipped inside the match.
+//
+// A letter written as a JSON escape (\u0074oken) would hide a key from
+// the scan, so a line with an escaped ASCII letter always takes the slow path.
+func (r *Redactor) candidate(b []byte) bool {
+	for i := bytes.Index(b, []byte(`\u00`)); i >= 0; {
+		if i+4 < len(b) && b[i+4] >= '4' && b[i+4] <= '7' {
+			return true
+		}
+		j := bytes.Index(b[i+1:], []byte(`\u00`))
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	for i, c := range b {
+		if !r.first[c] {
+			continue
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 32
+		}
+		for _, nd := range r.needles {
+			if nd[0] == c && matchAt(b, i, nd) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// matchAt reports whether b at i spells needle, ignoring case, '-' and '_'.
+func matchAt(b []byte, i int, needle string) bool {
+	j := 0
+	for ; i < len(b) && j < len(needle); i++ {
+		c := b[i]
+		if c == '-' || c == '_' {
+			if j == 0 {
+				return false
+			}
+			continue
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 32
+		}
+		if c != needle[j] {
+			return false
+		}
+		j++
+	}
+	return j == len(needle)
+}
+
+type span struct{ start, end int }
+
+// splice copies b replacing each span (outermost wins) with the placeholder.
+func splice(b []byte, spans []span) ([]byte, []span) {
+	sort.Slice(spans, func(i, j int) bool {
+		if spans[i].start != spans[j].start {
+			return spans[i].start < spans[j].start
+		}
+		return spans[i].end > spans[j].end
+	})
+	out := make([]byte, 0, len(b))
+	pos := 0
+	var applied []span
+	for _, s := range spans {
+		if s.start < pos { // inside a span already replaced
+			continue
+		}
+		if string(b[s.start:s.end]) == quotedPlaceholder {
+			continue
+		}
+		out = append(out, b[pos:s.start]...)
+		out = append(out, quotedPlaceholder...)
+		pos = s.end
+		applied = append(applied, s)
+	}
+	if applied == nil {
+		return b, nil
+	}
+	return append(out, b[pos:]...), applied
+}
+
+// redactBearer applies the text rule: the token after "Bearer " (any case,
+// one or more spaces) is replaced. A token is a run of RFC 6750 b64token
+// characters, which never include a quote, a backslash or a bracket, so a
+// line that was not JSON cannot become JSON.
+func redactBearer(b []byte) ([]byte, []span) {
+	var out []byte
+	var applied []span
+	pos := 0
+	for i := 0; i+7 <= len(b); i++ {
+		if b[i]|0x20 != 'b' || !bytes.EqualFold(b[i:i+6], []byte("bearer")) || b[i+6] != ' ' {
+			continue
+		}
+		if i > 0 && isTokenChar(b[i-1]) { // part of a longer word
+			continue
+		}
+		j := i + 6
+		for j < len(b) && b[j] == ' ' {
+			j++
+		}
+		k := j
+		for k < len(b) && isTokenChar(b[k]) {
+			k++
+		}
+		if k == j || string(b[j:k]) == Placeholder {
+			continue
+		}
+		out = append(out, b[pos:j]...)
+		out = append(out, Placeholder...)
+		applied = append(applied, span{j, k})
+		pos = k
+		i = k - 1
+	}
+	if out == nil {
+		return b, nil
+	}
+	return append(out, b[pos:]...), applied
+}
+
+func isTokenChar(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == '/' || c == '='
+}

@@ -1,0 +1,206 @@
+package redact
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestLine(t *testing.T) {
+	cases := []struct{ in, want string }{
+		// Plain secret keys, any case, - or _; values of any type but null/bool/"".
+		{`{"token":"abc"}`, `{"token":"[REDACTED]"}`},
+		{`{"apiKey":"k1","api_key":"k2","API-KEY":"k3","Api_Key":42}`, `{"apiKey":"[REDACTED]","api_key":"[REDACTED]","API-KEY":"[REDACTED]","Api_Key":"[REDACTED]"}`},
+		{`{"password": null, "secret": true, "token": "", "client_secret": {"a":[1,2]}}`, `{"password": null, "secret": true, "token": "", "client_secret": "[REDACTED]"}`},
+		{`{"jsonrpc":"2.0","id":1,"result":{"session_token":"s3cr3t","ok":true}}`, `{"jsonrpc":"2.0","id":1,"result":{"session_token":"[REDACTED]","ok":true}}`},
+		{`{"Authorization" : "Bearer xyz" , "x":1}`, `{"Authorization" : "[REDACTED]" , "x":1}`},
+		{`{"access_token":"a","refresh_token":"b","accessToken":"c"}`, `{"access_token":"[REDACTED]","refresh_token":"[REDACTED]","accessToken":"[REDACTED]"}`},
+		// Keys that merely contain a secret word are kept.
+		{`{"max_tokens":100,"inputTokens":5,"tokenizer":"x","secretary":"y","passwordHint":"z"}`, ``},
+		// MCP env object: every value.
+		{`{"mcpServers":{"fs":{"command":"x","env":{"HOME":"/h","GITHUB_PAT":"ghp_1"}}}}`, `{"mcpServers":{"fs":{"command":"x","env":{"HOME":"[REDACTED]","GITHUB_PAT":"[REDACTED]"}}}}`},
+		// ACP env array and HTTP headers array.
+		{`{"method":"session/new","params":{"mcpServers":[{"name":"gh","command":"gh","args":[],"env":[{"name":"GH_TOKEN","value":"t1"},{"name":"DEBUG","value":"1"}]},{"type":"http","name":"api","url":"https://x","headers":[{"name":"Authorization","value":"Bearer q"},{"name":"Accept","value":"json"},{"value":"c=1","name":"Cookie"},{"name":"X-Api-Key","value":"k"}]}]}}`,
+			`{"method":"session/new","params":{"mcpServers":[{"name":"gh","command":"gh","args":[],"env":[{"name":"GH_TOKEN","value":"[REDACTED]"},{"name":"DEBUG","value":"[REDACTED]"}]},{"type":"http","name":"api","url":"https://x","headers":[{"name":"Authorization","value":"[REDACTED]"},{"name":"Accept","value":"json"},{"value":"[REDACTED]","name":"Cookie"},{"name":"X-Api-Key","value":"[REDACTED]"}]}]}}`},
+		// Header object form.
+		{`{"headers":{"Authorization":"Bearer q","Content-Type":"json"}}`, `{"headers":{"Authorization":"[REDACTED]","Content-Type":"json"}}`},
+		// ACP authenticate: params except methodId, whatever the key order.
+		{`{"jsonrpc":"2.0","id":3,"method":"authenticate","params":{"methodId":"api-key","credentials":{"k":"v"},"code":"1234"}}`,
+			`{"jsonrpc":"2.0","id":3,"method":"authenticate","params":{"methodId":"api-key","credentials":"[REDACTED]","code":"[REDACTED]"}}`},
+		{`{"params":{"code":"1234","methodId":"oauth"},"method":"authenticate","id":3}`, `{"params":{"code":"[REDACTED]","methodId":"oauth"},"method":"authenticate","id":3}`},
+		{`{"params":{"code":"1234"},"method":"authenticated"}`, ``},
+		// Escaped key names still match.
+		{`{"\u0074oken":"x"}`, `{"\u0074oken":"[REDACTED]"}`},
+		// Nested secrets inside a secret value: the outer value wins.
+		{`{"secret":{"token":"x"}}`, `{"secret":"[REDACTED]"}`},
+		// Already redacted: unchanged and not reported.
+		{`{"token":"[REDACTED]"}`, ``},
+		// Top-level array (a JSON-RPC batch).
+		{`[{"token":"a"},{"b":1}]`, `[{"token":"[REDACTED]"},{"b":1}]`},
+		// Text rule on lines that are not JSON.
+		{`curl -H "Authorization: Bearer eyJhbGciOi.x-y_z~+/=" https://x`, `curl -H "Authorization: Bearer [REDACTED]" https://x`},
+		{`bearer   abc and BEARER def`, `bearer   [REDACTED] and BEARER [REDACTED]`},
+		{`Bearer`, ``}, {`Bearer `, ``}, {`unbearer abc`, ``},
+		// Not valid JSON: only the text rule applies.
+		{`{"token":"abc"`, ``},
+		// JSON strings mentioning Bearer are not text.
+		{`{"msg":"Bearer abc"}`, ``},
+	}
+	r := Default()
+	for _, c := range cases {
+		want := c.want
+		if want == "" {
+			want = c.in
+		}
+		got, did := r.Line([]byte(c.in))
+		if string(got) != want {
+			t.Errorf("Line(%s)\n got %s\nwant %s", c.in, got, want)
+		}
+		if did != (want != c.in) {
+			t.Errorf("Line(%s): redacted=%v", c.in, did)
+		}
+		checkSplice(t, r, []byte(c.in))
+	}
+}
+
+func TestOptions(t *testing.T) {
+	in := []byte(`{"license":"L-1","my-pin":"1234","token":"t"}`)
+	got, _ := New(Options{Keys: []string{"license", "MY_PIN"}}).Line(in)
+	if want := `{"license":"[REDACTED]","my-pin":"[REDACTED]","token":"[REDACTED]"}`; string(got) != want {
+		t.Errorf("added keys: %s", got)
+	}
+	off := New(Options{Off: true})
+	if got, did := off.Line(in); did || !bytes.Equal(got, in) || off.Enabled() {
+		t.Errorf("Off redacted: %s", got)
+	}
+	var nilR *Redactor
+	if got, did := nilR.Line(in); did || !bytes.Equal(got, in) {
+		t.Errorf("nil Redactor redacted")
+	}
+}
+
+// TestFastPath: a frame without any candidate text comes back as the same
+// slice, unparsed.
+func TestFastPath(t *testing.T) {
+	r := Default()
+	in := []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"content":{"text":"hello","type":"text"}}}}`)
+	if r.candidate(in) {
+		t.Fatal("candidate on a frame without needles")
+	}
+	got, did := r.Line(in)
+	if did || &got[0] != &in[0] {
+		t.Error("fast path copied or changed the frame")
+	}
+	for _, s := range []string{`"TOKEN"`, `"api-key"`, `"A_p_I_kEy"`, "auth", "Env", "bearer", "cookie"} {
+		if !r.candidate([]byte(s)) {
+			t.Errorf("candidate(%s) = false", s)
+		}
+	}
+	if r.candidate([]byte("_token")) != true || r.candidate([]byte("tok-en")) != true {
+		t.Error("separators inside a needle must not hide it")
+	}
+}
+
+// TestTraffic: real captures redact without breaking any frame, and frames
+// of the captures that carry no secrets are unchanged.
+func TestTraffic(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("..", "..", "shared", "traffic", "*.*"))
+	if len(files) == 0 {
+		t.Skip("needs ../shared/traffic beside the checkout")
+	}
+	r := Default()
+	for _, f := range files {
+		if strings.HasSuffix(f, ".md") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range bytes.Split(b, []byte("\n")) {
+			out, _ := r.Line(line)
+			if json.Valid(line) != json.Valid(out) {
+				t.Errorf("%s: validity changed: %s", f, line)
+			}
+			checkSplice(t, r, line)
+		}
+	}
+}
+
+// checkSplice verifies that Line changed nothing but the reported spans,
+// each a whole JSON value (JSON lines) or a run of token characters (text),
+// and that validity is kept.
+func checkSplice(t *testing.T, r *Redactor, in []byte) {
+	t.Helper()
+	out, spans, isJSON := r.line(in)
+	var rebuilt []byte
+	pos := 0
+	ph := Placeholder
+	if isJSON {
+		ph = quotedPlaceholder
+	}
+	for _, s := range spans {
+		if s.start < pos || s.end > len(in) || s.start >= s.end {
+			t.Fatalf("bad span %v in %q", s, in)
+		}
+		if isJSON && !json.Valid(in[s.start:s.end]) {
+			t.Fatalf("span %q of %q is not a JSON value", in[s.start:s.end], in)
+		}
+		if !isJSON {
+			for _, c := range in[s.start:s.end] {
+				if !isTokenChar(c) {
+					t.Fatalf("text span %q has a non-token byte", in[s.start:s.end])
+				}
+			}
+		}
+		rebuilt = append(append(rebuilt, in[pos:s.start]...), ph...)
+		pos = s.end
+	}
+	rebuilt = append(rebuilt, in[pos:]...)
+	if !bytes.Equal(rebuilt, out) {
+		t.Fatalf("output %q is not the input %q with its spans replaced", out, in)
+	}
+	if json.Valid(in) != json.Valid(out) {
+		t.Fatalf("validity changed: %q -> %q", in, out)
+	}
+}
+
+func FuzzLine(f *testing.F) {
+	for _, s := range []string{
+		`{"token":"abc"}`, `{"env":{"A":"b"}}`, `{"env":[{"name":"A","value":"b"}]}`,
+		`{"method":"authenticate","params":{"methodId":"x","k":"v"}}`, `Bearer abc`,
+		`{"headers":[{"name":"Cookie","value":"c"}]}`, `[{"apiKey":1e5}]`, `{"a":"Bearer x"}`, `not json`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	r := New(Options{Keys: []string{"pin"}})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		checkSplice(t, r, in)
+	})
+}
+
+func BenchmarkLine(b *testing.B) {
+	files, _ := filepath.Glob(filepath.Join("..", "..", "shared", "traffic", "*.out"))
+	var lines [][]byte
+	var size int64
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		for _, l := range bytes.Split(data, []byte("\n")) {
+			lines = append(lines, l)
+			size += int64(len(l))
+		}
+	}
+	if len(lines) == 0 {
+		b.Skip("needs ../shared/traffic")
+	}
+	r := Default()
+	b.SetBytes(size)
+	for b.Loop() {
+		for _, l := range lines {
+			r.Line(l)
+		}
+	}
+}
