@@ -55,7 +55,7 @@ type Options struct {
 type Redactor struct {
 	off     bool
 	keys    map[string]bool
-	needles []string // normalized substrings, one of which any redactable frame contains
+	needles []string  // normalized substrings, one of which any redactable frame contains
 	first   [256]bool // bytes (either case) that start a needle
 }
 
