@@ -232,6 +232,11 @@ func (a *App) recordsAdded() {
 		a.kickTranscript()
 	}
 	a.keepPosition()
+	if a.follow && a.store.Ended() {
+		// The recording closed: nothing more will come.
+		a.follow, a.sticky = false, false
+		a.msg = "the recording ended"
+	}
 	a.refreshStatus()
 }
 
