@@ -72,7 +72,7 @@ func BenchmarkReplyLatencyOSPipes(b *testing.B) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		RunChild(context.Background(), FromRecords("bench", pingRecording(b.N)), inR, outW, io.Discard, WithSpeed(0))
+		RunChild(context.Background(), FromRecords("bench", pingRecording(b.N)), inR, outW, io.Discard, nil, WithSpeed(0))
 		outW.Close()
 	}()
 	benchReplies(b, inW, outR)

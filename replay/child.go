@@ -22,6 +22,7 @@ type Child struct {
 	Stderr io.Reader
 
 	cancel context.CancelFunc
+	sigs   chan string
 	done   chan struct{}
 	res    *Result
 	err    error
@@ -57,7 +58,8 @@ func StartChild(rec *Recording, opts ...Option) (*Child, error) {
 	outR, outW := io.Pipe()
 	errBuf := newBufPipe()
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &Child{Stdin: inW, Stdout: outR, Stderr: errBuf, cancel: cancel, done: make(chan struct{})}
+	c := &Child{Stdin: inW, Stdout: outR, Stderr: errBuf, cancel: cancel, done: make(chan struct{}), sigs: make(chan string)}
+	e.sigs = c.sigs
 	e.out = outW
 	e.errOut = errBuf
 	go func() {
@@ -83,6 +85,21 @@ func (c *Child) Wait() (*Result, error) {
 	return c.res, c.err
 }
 
+// Signal delivers a signal (by name: "SIGINT", "SIGTERM", ...) to the fake
+// child, as a parent's kill(2) would reach a real one. A signal the
+// recording has at this point (rpctap record logs the signals it forwards)
+// is matched like a frame; any other ends the fake child with status
+// 128+n, as the default action would. It returns false when the fake child
+// has already ended.
+func (c *Child) Signal(name string) bool {
+	select {
+	case c.sigs <- name:
+		return true
+	case <-c.done:
+		return false
+	}
+}
+
 // Close ends the fake child at once (if it is still running) and returns
 // Wait's result; recorded parent frames not yet received are reported as
 // missing.
@@ -101,7 +118,10 @@ func (c *Child) Close() (*Result, error) {
 // the recorded exit status the process should end with. Cancelling ctx ends
 // the replay; the goroutine reading in may stay blocked in Read until in is
 // closed or written to.
-func RunChild(ctx context.Context, rec *Recording, in io.Reader, out, stderr io.Writer, opts ...Option) (*Result, error) {
+//
+// signals (may be nil) carries the names of signals the parent sent
+// ("SIGINT", ...); see Child.Signal.
+func RunChild(ctx context.Context, rec *Recording, in io.Reader, out, stderr io.Writer, signals <-chan string, opts ...Option) (*Result, error) {
 	o := defaults()
 	for _, opt := range opts {
 		opt(o)
@@ -112,6 +132,7 @@ func RunChild(ctx context.Context, rec *Recording, in io.Reader, out, stderr io.
 	}
 	e.out = out
 	e.errOut = stderr
+	e.sigs = signals
 	return e.run(ctx, in)
 }
 
@@ -121,7 +142,10 @@ func RunChild(ctx context.Context, rec *Recording, in io.Reader, out, stderr io.
 // the recording. It returns when every parent frame was sent and the child's
 // frames arrived, the child closed its stdout, or a recorded child frame
 // did not come within the timeout (WithTimeout).
-func RunParent(ctx context.Context, rec *Recording, childOut io.Reader, childIn io.WriteCloser, opts ...Option) (*Result, error) {
+//
+// signal, when not nil, sends a signal by name to the child; it is called
+// where the recording has rpctap forwarding a signal.
+func RunParent(ctx context.Context, rec *Recording, childOut io.Reader, childIn io.WriteCloser, signal func(name string) error, opts ...Option) (*Result, error) {
 	o := defaults()
 	o.speed = 0
 	for _, opt := range opts {
@@ -132,6 +156,7 @@ func RunParent(ctx context.Context, rec *Recording, childOut io.Reader, childIn 
 		return nil, err
 	}
 	e.out = childIn
+	e.signal = signal
 	var once sync.Once
 	e.closer = func() error {
 		var err error

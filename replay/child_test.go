@@ -418,11 +418,48 @@ func TestRunChildContextCancel(t *testing.T) {
 	defer pw.Close()
 	done := make(chan error, 1)
 	go func() {
-		_, err := RunChild(ctx, FromRecords("x", synapsRecording()), pr, io.Discard, io.Discard, WithSpeed(0))
+		_, err := RunChild(ctx, FromRecords("x", synapsRecording()), pr, io.Discard, io.Discard, nil, WithSpeed(0))
 		done <- err
 	}()
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatal(err)
+	}
+}
+
+func TestChildSignals(t *testing.T) {
+	rec := func() []cassette.Record {
+		b := newBuilder("synaps")
+		b.frame(cassette.DirOut, []byte(`{"type":"ready","session_id":"s","model":"m","protocol_version":1}`))
+		b.add(cassette.Record{K: cassette.KindEvent, Ev: cassette.EventSignal, Signal: "SIGINT"})
+		b.stderr("interrupted")
+		b.add(cassette.Record{K: cassette.KindEvent, Ev: cassette.EventExit, Exit: intp(130)})
+		return b.end()
+	}
+	// The recorded SIGINT: the exit waits for it, then comes as recorded.
+	p := startPeer(t, rec(), WithSpeed(0))
+	p.recv()
+	select {
+	case <-p.c.done:
+		t.Fatal("the fake child exited before the recorded signal came")
+	case <-time.After(30 * time.Millisecond):
+	}
+	if !p.c.Signal("SIGINT") {
+		t.Fatal("signal not delivered")
+	}
+	res, err := p.c.Wait()
+	if err != nil || res.Exit.Code != 130 || len(res.Divergences) != 0 {
+		t.Fatalf("%v %+v %v", err, res.Exit, res.Divergences)
+	}
+	if b, _ := io.ReadAll(p.c.Stderr); string(b) != "interrupted\n" {
+		t.Fatalf("stderr %q", b)
+	}
+	// Another signal: the fake child dies of it, reported.
+	p = startPeer(t, rec(), WithSpeed(0))
+	p.recv()
+	p.c.Signal("SIGTERM")
+	res, _ = p.c.Wait()
+	if res.Exit.Code != 143 || res.Exit.Signal != "SIGTERM" || len(res.Divergences) != 2 || res.Divergences[0].Method != "SIGTERM" || res.Divergences[1].Kind != Missing {
+		t.Fatalf("%+v %v", res.Exit, res.Divergences)
 	}
 }

@@ -50,9 +50,11 @@ type engine struct {
 	idKey string
 	steps []*estep
 
-	out          io.Writer    // to the live side
-	errOut       io.Writer    // recorded stderr (child role)
-	closer       func() error // parent role: closes the child's stdin
+	out          io.Writer          // to the live side
+	errOut       io.Writer          // recorded stderr (child role)
+	closer       func() error       // parent role: closes the child's stdin
+	signal       func(string) error // parent role: sends a signal to the child
+	sigs         <-chan string      // child role: signals the live parent sent
 	start        time.Time
 	next         int // index of the next mine step to send
 	open         int // index of the first theirs step not done (nor waived)
@@ -100,7 +102,7 @@ func newEngine(rec *Recording, r role, o *options) (*engine, error) {
 			}
 		case stepStderr:
 			st.mine = r == roleChild
-		case stepEOF:
+		case stepEOF, stepSignal:
 			st.mine = r == roleParent
 			st.theirs = r == roleChild
 		case stepExit:
@@ -212,6 +214,10 @@ loop:
 				e.onEOF(time.Now())
 			} else {
 				e.onLine(l)
+			}
+		case sig := <-e.sigs:
+			if e.onSignal(sig, time.Now()) {
+				break loop
 			}
 		case <-tc:
 		case <-ctx.Done():
@@ -363,6 +369,13 @@ func (e *engine) send(st *estep, now time.Time) bool {
 			}
 		}
 		return false
+	case stepSignal:
+		if e.signal != nil {
+			if err := e.signal(st.sig); err != nil && e.werr == nil {
+				e.werr = fmt.Errorf("sending %s to the child: %w", st.sig, err)
+			}
+		}
+		return false
 	case stepStderr:
 		if e.errOut != nil {
 			e.errOut.Write(append(append([]byte(nil), st.frame.Raw...), st.eol...))
@@ -402,6 +415,33 @@ func (e *engine) onEOF(now time.Time) {
 			return
 		}
 	}
+}
+
+// onSignal: the live parent sent the fake child a signal. A recorded
+// forwarded signal that is pending (within the window) matches it; any other
+// signal ends the fake child as the signal's default action would (exit
+// status 128+n), reported as a divergence. It returns true when the replay
+// ends.
+func (e *engine) onSignal(sig string, now time.Time) bool {
+	n := 0
+	for i := e.open; i < len(e.steps) && n < e.o.window; i++ {
+		st := e.steps[i]
+		if !st.theirs || st.done {
+			continue
+		}
+		n++
+		if st.kind == stepSignal && st.sig == sig {
+			st.done = true
+			st.liveT = now
+			e.lastProgress = now
+			return false
+		}
+	}
+	e.diverge(Divergence{Kind: Unexpected, FrameKind: "signal", Method: sig,
+		Message: fmt.Sprintf("the parent sent %s, which the recording does not have here; the fake child dies of it", sig)}, nil)
+	e.exited = &Exit{Code: 128 + signalNumber(sig), Signal: sig}
+	e.res.Exit = e.exited
+	return true
 }
 
 // onLine matches one live frame.
@@ -573,7 +613,7 @@ func (e *engine) diverge(d Divergence, reply []byte) {
 func (e *engine) finish() {
 	var missing []*estep
 	for _, st := range e.steps {
-		if st.theirs && st.kind == stepFrame && !st.done {
+		if st.theirs && (st.kind == stepFrame || st.kind == stepSignal) && !st.done {
 			missing = append(missing, st)
 		}
 	}

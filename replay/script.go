@@ -79,6 +79,7 @@ const (
 	stepStderr                 // a line the child wrote to stderr
 	stepEOF                    // the parent closed the child's stdin
 	stepExit                   // the child exited
+	stepSignal                 // the parent had rpctap forward a signal to the child
 )
 
 // step is one element of the causal sequence of a session.
@@ -90,7 +91,8 @@ type step struct {
 	// pair links a response to the request it answers (and back): the index
 	// of the other step, or -1.
 	pair int
-	exit *Exit // stepExit
+	exit *Exit  // stepExit
+	sig  string // stepSignal: "SIGINT", ...
 }
 
 // Exit is how a (recorded or live) child ended.
@@ -161,6 +163,9 @@ func (r *Recording) prepare(conn int, connSet bool, protoOverride string) (*sess
 				s.steps = append(s.steps, step{kind: stepEOF, t: rec.T, pair: -1, frame: &Frame{Record: rec.N, Dir: dirIn, Kind: "eof"}})
 			case rec.Ev == cassette.EventConnClose && rec.Conn == conn && conn != 0:
 				s.steps = append(s.steps, step{kind: stepEOF, t: rec.T, pair: -1, frame: &Frame{Record: rec.N, Dir: dirIn, Kind: "eof"}})
+			case rec.Ev == cassette.EventSignal && rec.Conn == conn && rec.Signal != "":
+				s.steps = append(s.steps, step{kind: stepSignal, t: rec.T, pair: -1, sig: rec.Signal,
+					frame: &Frame{Record: rec.N, Dir: dirIn, Kind: "signal", Method: rec.Signal}})
 			case rec.Ev == cassette.EventExit && conn == 0:
 				ex := &Exit{}
 				if rec.Exit != nil {

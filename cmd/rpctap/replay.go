@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"syscall"
 
 	"github.com/rpctap/rpctap/protocol"
 	"github.com/rpctap/rpctap/replay"
+	"github.com/rpctap/rpctap/tap"
 	"github.com/spf13/pflag"
 )
 
@@ -126,7 +128,32 @@ func runReplay(path string, o *replayOptions, opts []replay.Option, stdio Stdio)
 	}
 	opts = append(opts, replay.WithSpeed(o.Speed), replay.WithStrict(o.Strict),
 		replay.WithReport(stdio.Err), replay.WithName("rpctap replay"))
-	res, err := replay.RunChild(context.Background(), rec, stdio.In, stdio.Out, stdio.Err, opts...)
+	// Signals the parent sends are matched against the ones the recording
+	// has rpctap forwarding; any other ends the replay as its default
+	// action would.
+	sigc := make(chan os.Signal, 4)
+	names := make(chan string, 4)
+	signal.Notify(sigc, tap.ForwardedSignals...)
+	defer signal.Stop(sigc)
+	stopRelay := make(chan struct{})
+	defer close(stopRelay)
+	go func() { // signalRelay: os.Signal -> name, until the replay returns
+		for {
+			select {
+			case s := <-sigc:
+				if ss, ok := s.(syscall.Signal); ok {
+					select {
+					case names <- tap.SignalName(ss):
+					case <-stopRelay:
+						return
+					}
+				}
+			case <-stopRelay:
+				return
+			}
+		}
+	}()
+	res, err := replay.RunChild(context.Background(), rec, stdio.In, stdio.Out, stdio.Err, names, opts...)
 	switch {
 	case res == nil:
 		return Inputf("replay: %v", err)

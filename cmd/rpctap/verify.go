@@ -19,6 +19,7 @@ import (
 	"github.com/rpctap/rpctap/replay"
 	"github.com/rpctap/rpctap/tap"
 	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
 )
 
 type verifyOptions struct {
@@ -117,7 +118,17 @@ func runVerify(path string, argv []string, o *verifyOptions, opts []replay.Optio
 		report = io.Discard
 	}
 	opts = append(opts, replay.WithTimeout(o.Timeout), replay.WithReport(report), replay.WithName("rpctap verify"))
-	res, runErr := replay.RunParent(context.Background(), rec, childOut, childIn, opts...)
+	sendSignal := func(name string) error {
+		n := unix.SignalNum(name)
+		if n == 0 {
+			return fmt.Errorf("unknown signal %s", name)
+		}
+		if upd != nil {
+			upd.rec.Event(tap.Event{T: upd.now(), Kind: cassette.EventSignal, Signal: name})
+		}
+		return ch.cmd.Process.Signal(n)
+	}
+	res, runErr := replay.RunParent(context.Background(), rec, childOut, childIn, sendSignal, opts...)
 
 	// The child's stdin is closed now; give it the timeout to exit.
 	exit, killed := ch.wait(o.Timeout)
