@@ -463,3 +463,23 @@ func TestChildSignals(t *testing.T) {
 		t.Fatalf("%+v %v", res.Exit, res.Divergences)
 	}
 }
+
+func TestChildRedactedRecordingMatchesLiveSecret(t *testing.T) {
+	b := newBuilder("acp")
+	b.frame(cassette.DirIn, []byte(`{"jsonrpc":"2.0","id":1,"method":"authenticate","params":{"methodId":"key","apiKey":"[REDACTED]"}}`))
+	b.frame(cassette.DirOut, []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+	var rep bytes.Buffer
+	p := startPeer(t, b.end(), WithSpeed(0), WithReport(&rep))
+	// A different methodId is a miss, and the report does not show the secret.
+	p.send(`{"jsonrpc":"2.0","id":5,"method":"authenticate","params":{"methodId":"oauth","apiKey":"sk-live-secret"}}`)
+	if r := p.recv(); r["error"] == nil {
+		t.Fatalf("%v", r)
+	}
+	p.send(`{"jsonrpc":"2.0","id":4,"method":"authenticate","params":{"methodId":"key","apiKey":"sk-live-secret"}}`)
+	if r := p.recv(); jsonOf(r["id"]) != "4" || r["result"] == nil {
+		t.Fatalf("%v", r)
+	}
+	if strings.Contains(rep.String(), "sk-live") || !strings.Contains(rep.String(), `/params/methodId: "key" -> "oauth"`) {
+		t.Fatalf("report:\n%s", rep.String())
+	}
+}

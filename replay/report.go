@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/rpctap/rpctap/redact"
 )
 
 // DivergenceKind says how a live session left the recording.
@@ -117,21 +119,21 @@ func writeLater(w io.Writer, prog string, n int, d Divergence) {
 // Redaction. Reports show frames, and frames carry secrets; anything under
 // one of these keys is replaced by redactedMark before it is printed.
 
-const redactedMark = "«redacted»"
+// The rules are the recorder's (package redact), so a report never shows
+// what a cassette would not.
+const redactedMark = redact.Placeholder
 
-var secretKeys = map[string]bool{
-	"authorization": true, "password": true, "passwd": true, "secret": true,
-	"client_secret": true, "api_key": true, "apikey": true, "x-api-key": true,
-	"token": true, "access_token": true, "refresh_token": true, "id_token": true,
-	"session_token": true, "bearer": true, "cookie": true, "private_key": true,
-	"credentials": true,
-}
+var secretKeys = func() map[string]bool {
+	m := map[string]bool{}
+	for _, k := range redact.DefaultKeys {
+		m[k] = true
+	}
+	return m
+}()
 
-func isSecretKey(k string) bool {
-	l := strings.ToLower(k)
-	return secretKeys[l] || strings.HasSuffix(l, "_secret") || strings.HasSuffix(l, "_password") ||
-		strings.HasSuffix(l, "apikey") || strings.HasSuffix(l, "api_key")
-}
+func isSecretKey(k string) bool { return secretKeys[redact.Normalize(k)] }
+
+var reportRedactor = redact.Default()
 
 // redactValue returns v with every secret member replaced; key is the member
 // name v was found under ("" for none).
@@ -172,19 +174,12 @@ func showFrame(f *Frame) string {
 	if f == nil {
 		return ""
 	}
+	b, _ := reportRedactor.Line(f.Raw)
 	var s string
-	if f.Value != nil {
-		v := f.Value
-		if obj, ok := v.(map[string]any); ok && obj["method"] == "authenticate" {
-			c := copyMap(obj)
-			if c["params"] != nil {
-				c["params"] = redactedMark
-			}
-			v = c
-		}
-		s = string(mustJSON(redactValue("", v)))
+	if _, ok := decodeJSON(b); ok {
+		s = string(b)
 	} else {
-		s = string(mustJSON(string(f.Raw)))
+		s = string(mustJSON(string(b)))
 	}
 	if len(s) > 400 {
 		s = s[:397] + "..."
