@@ -421,7 +421,7 @@ func writeCheckText(w io.Writer, r *checkReport, max int) {
 		src += ", recorded as " + r.Stored
 	}
 	fmt.Fprintf(w, "%s: protocol %s (%s), %d frames: %s, %s, %s\n", r.File, r.Protocol, src, r.Frames,
-		plural(r.Errors, "error"), plural(r.Warnings, "warning"), plural(r.Infos, "info"))
+		plural(r.Errors, "error"), plural(r.Warnings, "warning"), fmt.Sprintf("%d info", r.Infos))
 	groups := map[string][]checkFinding{}
 	var codes []string
 	for _, f := range r.Findings {
