@@ -49,20 +49,19 @@ import (
 type Option func(*options)
 
 type options struct {
-	speed       float64
-	ignores     []string
-	noDefaults  bool
-	strict      bool
-	matcher     Matcher
-	window      int
-	conn        int
-	connSet     bool
-	protocol    string
-	report      io.Writer
-	timeout     time.Duration
-	prog        string
-	stderr      io.Writer // fake child: where recorded stderr goes (RunChild)
-	extraBounds bool
+	speed         float64
+	ignores       []string
+	noDefaults    bool
+	strict        bool
+	matcher       Matcher
+	window        int
+	conn          int
+	connSet       bool
+	protocol      string
+	report        io.Writer
+	timeout       time.Duration
+	prog          string
+	customMatcher bool
 }
 
 func defaults() *options {
@@ -93,6 +92,7 @@ func WithMatcher(m Matcher) Option {
 	return func(o *options) {
 		if m != nil {
 			o.matcher = m
+			o.customMatcher = true
 		}
 	}
 }
