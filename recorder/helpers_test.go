@@ -204,3 +204,13 @@ func agentMix(t testing.TB, size int) []byte {
 	}
 	return b.Bytes()
 }
+
+func filepathSafe(i int) string { return fmt.Sprintf("c%d.cassette", i) }
+
+func fileSize(path string) int64 {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}

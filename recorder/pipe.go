@@ -50,13 +50,21 @@ type PipeObserver struct {
 }
 
 // wirePipe is one pipe's write end, with the mutex its writers share.
+//
+// In lossy mode a message is never left half-written and never waited for:
+// when a non-blocking writev takes only part of a message, the rest is
+// copied into tail and a pipe tail writer goroutine finishes it, waiting for
+// room; until it has, further messages for this pipe are dropped (gaps).
+// That goroutine holds no lock while it waits, and takes mu only to clear
+// tail, so it cannot deadlock with Observe; close waits for it.
 type wirePipe struct {
-	mu     sync.Mutex
-	f      *os.File
-	rc     syscall.RawConn
-	hdr    [hdrLen]byte
-	size   int // capacity, for lossy mode's room check
-	closed bool
+	mu       sync.Mutex
+	f        *os.File
+	rc       syscall.RawConn
+	hdr      [hdrLen]byte
+	closed   bool
+	tail     []byte        // lossy: the rest of a partly written message
+	tailDone chan struct{} // closed when the tail writer finished
 }
 
 func newWirePipe(f *os.File) (*wirePipe, error) {
@@ -64,13 +72,7 @@ func newWirePipe(f *os.File) (*wirePipe, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &wirePipe{f: f, rc: rc, size: 64 << 10}
-	rc.Control(func(fd uintptr) {
-		if n, err := unix.FcntlInt(fd, unix.F_GETPIPE_SZ, 0); err == nil {
-			p.size = n
-		}
-	})
-	return p, nil
+	return &wirePipe{f: f, rc: rc}, nil
 }
 
 // setPipeSize asks for a larger pipe; the system may refuse (the per-user
@@ -83,12 +85,25 @@ func setPipeSize(f *os.File, size int) {
 
 var errNoRoom = errors.New("no room in the pipe")
 
-// write sends header+payload with one writev. With wait=false it fails with
-// errNoRoom instead of waiting when the pipe lacks room for the whole
-// message. Must be called with p.mu held.
+// write sends header+payload with one writev (more only when the pipe takes
+// part of it). With wait=false (lossy) it never waits: errNoRoom when the
+// pipe is full or a tail is still being written. Must be called with p.mu
+// held.
 func (p *wirePipe) write(h *msgHeader, payload []byte, wait bool) error {
 	if p.closed {
 		return os.ErrClosed
+	}
+	if p.tail != nil {
+		if !wait {
+			return errNoRoom
+		}
+		done := p.tailDone
+		p.mu.Unlock()
+		<-done
+		p.mu.Lock()
+		if p.closed {
+			return os.ErrClosed
+		}
 	}
 	h.length = uint32(len(payload))
 	h.put(&p.hdr)
@@ -97,22 +112,10 @@ func (p *wirePipe) write(h *msgHeader, payload []byte, wait bool) error {
 		iov = iov[:1]
 	}
 	total := hdrLen + len(payload)
-	if !wait && total > p.size {
-		return errNoRoom
-	}
 	done := 0
 	var werr error
-	checked := wait
+	partial := false
 	err := p.rc.Write(func(fd uintptr) bool {
-		if !checked {
-			// Lossy: only start a message that fits, so that it is never
-			// left half-written. TIOCINQ (FIONREAD) on a pipe counts the bytes in it.
-			checked = true
-			if queued, err := unix.IoctlGetInt(int(fd), unix.TIOCINQ); err == nil && p.size-queued < total {
-				werr = errNoRoom
-				return true
-			}
-		}
 		for {
 			n, err := unix.Writev(int(fd), iov)
 			if n > 0 {
@@ -126,11 +129,15 @@ func (p *wirePipe) write(h *msgHeader, payload []byte, wait bool) error {
 			case nil, unix.EINTR:
 				continue
 			case unix.EAGAIN:
-				if done == 0 && !wait {
-					werr = errNoRoom
-					return true
+				if wait {
+					return false // wait for room
 				}
-				return false // wait for room (a started message is always finished)
+				if done == 0 {
+					werr = errNoRoom
+				} else {
+					partial = true
+				}
+				return true
 			default:
 				werr = err
 				return true
@@ -140,7 +147,39 @@ func (p *wirePipe) write(h *msgHeader, payload []byte, wait bool) error {
 	if err != nil {
 		return err
 	}
+	if partial {
+		var rest []byte
+		for _, b := range iov {
+			rest = append(rest, b...)
+		}
+		p.tail, p.tailDone = rest, make(chan struct{})
+		go p.writeTail(rest, p.tailDone)
+	}
 	return werr
+}
+
+// writeTail is the pipe tail writer goroutine (lossy mode).
+func (p *wirePipe) writeTail(rest []byte, done chan struct{}) {
+	defer close(done)
+	p.rc.Write(func(fd uintptr) bool {
+		for len(rest) > 0 {
+			n, err := unix.Write(int(fd), rest)
+			if n > 0 {
+				rest = rest[n:]
+			}
+			switch err {
+			case nil, unix.EINTR:
+			case unix.EAGAIN:
+				return false
+			default:
+				return true // the sink is gone; the status reader reports it
+			}
+		}
+		return true
+	})
+	p.mu.Lock()
+	p.tail = nil
+	p.mu.Unlock()
 }
 
 // advance drops n written bytes from the front of iov.
@@ -159,6 +198,12 @@ func advance(iov [][]byte, n int) [][]byte {
 func (p *wirePipe) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.tail != nil {
+		done := p.tailDone
+		p.mu.Unlock()
+		<-done
+		p.mu.Lock()
+	}
 	if !p.closed {
 		p.closed = true
 		p.f.Close()

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -388,5 +390,54 @@ func TestRecorderDetectsProtocol(t *testing.T) {
 	}
 	if recs[0].K == cassette.KindFrame && recs[0].Method != "initialize" {
 		t.Errorf("first frame %+v: method not classified", recs[0])
+	}
+}
+
+// switchWriter writes to a real file for the first n bytes and then to
+// /dev/full, so that the cassette's writes fail with ENOSPC mid-session.
+type switchWriter struct {
+	n    int
+	file *os.File
+	full *os.File
+}
+
+func (w *switchWriter) Write(p []byte) (int, error) {
+	if w.n > 0 {
+		w.n -= len(p)
+		return w.file.Write(p)
+	}
+	return w.full.Write(p)
+}
+
+func TestRecorderDiskFullWithCassetteWriter(t *testing.T) {
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skip("no /dev/full:", err)
+	}
+	defer full.Close()
+	f, err := os.Create(filepath.Join(t.TempDir(), "x.cassette"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cw, err := cassette.NewWriter(&switchWriter{n: 100 << 10, file: f, full: full}, cassette.Header{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, ws := newTestRecorder(t, cw)
+	s := makeSession(t, 2<<20)
+	done := make(chan struct{})
+	go func() { s.feed(r); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Observe blocked after the disk filled up")
+	}
+	if err := r.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	w := ws.list()
+	if len(w) != 1 || !strings.Contains(w[0], "no space left on device") {
+		t.Errorf("warnings %q, want one about the full disk", w)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/rpctap/rpctap/cassette"
 	"github.com/rpctap/rpctap/protocol"
@@ -27,6 +30,12 @@ import (
 func TestMain(m *testing.M) {
 	switch os.Getenv("RPCTAP_RECORDER_HELPER") {
 	case "sink":
+		if n := envInt("RPCTAP_TEST_FSIZE", 0); n > 0 {
+			// A file size limit makes the cassette's writes fail midway
+			// (EFBIG), like a disk that fills up during the session.
+			signal.Ignore(syscall.SIGXFSZ)
+			unix.Setrlimit(unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: uint64(n), Max: uint64(n)})
+		}
 		if os.Getenv("RPCTAP_TEST_PANIC_VALIDATOR") != "" {
 			sinkTestHook = func(o *Options) {
 				o.validatorHook = func(int, uint64, protocol.Dir, []byte) []protocol.Violation {
@@ -361,4 +370,98 @@ func TestSinkValidatorPanic(t *testing.T) {
 		t.Fatal(trunc)
 	}
 	s.check(t, recs)
+}
+
+// The disk fills up in the middle of the session: one warning, the rest of
+// the session is forwarded without waiting, and the cassette holds a
+// readable prefix.
+func TestSinkDiskFullMidSession(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f.cassette")
+	ws := &warnings{}
+	cfg := sinkConfig(path)
+	cfg.Warn = ws.add
+	cfg.Env = append(cfg.Env, "RPCTAP_TEST_FSIZE=200000")
+	o, err := StartSink(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := makeSession(t, 4<<20)
+	done := make(chan struct{})
+	go func() { s.feed(o); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("Observe blocked after the disk filled up")
+	}
+	o.Close()
+	w := ws.list()
+	if len(w) != 1 || !strings.Contains(w[0], "file too large") || !strings.Contains(w[0], "forwarding continues") {
+		t.Fatalf("warnings %q, want exactly one about the write failure", w)
+	}
+	_, recs, trunc, err := tryReadCassette(path)
+	if err != nil || trunc == nil {
+		t.Fatalf("cassette: err %v, truncation %v; want a readable, truncated prefix", err, trunc)
+	}
+	if len(recs) == 0 {
+		t.Fatal("nothing recorded before the disk filled up")
+	}
+	in := streamOf(recs, 0, cassette.DirIn)
+	if !bytes.HasPrefix(s.in, in) {
+		t.Error("the recorded prefix is not a prefix of the parent's bytes")
+	}
+}
+
+// Lossy mode: with the sink stopped (SIGSTOP), Observe never waits; what
+// did not fit into the pipes becomes gap records, and recorded bytes plus
+// gaps add up to what was forwarded.
+func TestSinkLossy(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "l.cassette")
+	ws := &warnings{}
+	cfg := sinkConfig(path)
+	cfg.Warn = ws.add
+	cfg.Lossy = true
+	o, err := StartSink(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := o.sink.cmd.Process.Pid
+	syscall.Kill(pid, syscall.SIGSTOP)
+	s := makeSession(t, 8<<20)
+	done := make(chan struct{})
+	go func() { s.feed(o); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		syscall.Kill(pid, syscall.SIGCONT)
+		t.Fatal("lossy Observe blocked behind a stopped sink")
+	}
+	syscall.Kill(pid, syscall.SIGCONT)
+	o.Close()
+	if w := ws.list(); len(w) != 0 {
+		t.Errorf("warnings %q", w)
+	}
+	_, recs, trunc := readCassette(t, path)
+	if trunc != nil {
+		t.Fatal(trunc)
+	}
+	gaps := map[cassette.Dir]int64{}
+	for _, r := range recs {
+		if r.K == cassette.KindEvent && r.Ev == cassette.EventGap {
+			gaps[r.D] += r.Bytes
+		}
+	}
+	total := int64(0)
+	for _, c := range []struct {
+		d    cassette.Dir
+		want []byte
+	}{{cassette.DirIn, s.in}, {cassette.DirOut, s.out}, {cassette.DirErr, s.errb}} {
+		got := int64(len(streamOf(recs, 0, c.d)))
+		if got+gaps[c.d] != int64(len(c.want)) {
+			t.Errorf("%s: %d recorded + %d in gaps, %d forwarded", c.d, got, gaps[c.d], len(c.want))
+		}
+		total += gaps[c.d]
+	}
+	if total == 0 {
+		t.Error("no gap although the sink was stopped for 8 MiB")
+	}
 }

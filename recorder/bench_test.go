@@ -1,0 +1,116 @@
+package recorder
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"path/filepath"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/tap"
+)
+
+// benchChunks cuts the agent mix into one chunk per line (how an agent's
+// writes arrive), alternating parent and child, at most 64 KiB each.
+func benchChunks(b *testing.B, size int) ([]tap.Chunk, int64) {
+	mix := agentMix(b, size)
+	var chunks []tap.Chunk
+	var seq uint64
+	var total int64
+	for i, l := range bytes.SplitAfter(mix, []byte("\n")) {
+		st := tap.Stdout
+		if i%4 == 0 {
+			st = tap.Stdin
+		}
+		for len(l) > 0 {
+			n := min(len(l), 64<<10)
+			seq++
+			chunks = append(chunks, tap.Chunk{Stream: st, Seq: seq, T: int64(seq), Data: l[:n]})
+			total += int64(n)
+			l = l[n:]
+		}
+	}
+	return chunks, total
+}
+
+// BenchmarkRecorder: chunks -> Recorder -> cassette.Writer (zstd) -> discard,
+// on distinct agent-like frames, with and without validation.
+func BenchmarkRecorder(b *testing.B) {
+	chunks, total := benchChunks(b, 32<<20)
+	for _, bc := range []struct {
+		name string
+		opts []Option
+	}{
+		{"validate", []Option{WithProtocol("acp", true)}},
+		{"novalidate", []Option{WithProtocol("acp", true), WithoutValidation()}},
+		{"detect", nil},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(total)
+			b.ReportAllocs()
+			var frames uint64
+			for i := 0; i < b.N; i++ {
+				w, err := cassette.NewWriter(io.Discard, cassette.Header{}, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r := New(w, append([]Option{WithWarn(func(m string) { b.Error(m) })}, bc.opts...)...)
+				for _, c := range chunks {
+					r.Observe(c)
+				}
+				r.Close()
+				frames += r.Stats().Frames
+			}
+			b.ReportMetric(float64(frames)/b.Elapsed().Seconds(), "frames/s")
+		})
+	}
+}
+
+// BenchmarkZstdFastest is the recording limit the issue measures against:
+// single-core zstd at its fastest level on the same bytes.
+func BenchmarkZstdFastest(b *testing.B) {
+	mix := agentMix(b, 32<<20)
+	b.SetBytes(int64(len(mix)))
+	var out int64
+	for i := 0; i < b.N; i++ {
+		cw := &countWriter{}
+		enc, _ := zstd.NewWriter(cw, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+		for off := 0; off < len(mix); off += 64 << 10 {
+			enc.Write(mix[off:min(off+64<<10, len(mix))])
+			enc.Flush()
+		}
+		enc.Close()
+		out = cw.n
+	}
+	b.ReportMetric(float64(out)/float64(len(mix)), "ratio")
+}
+
+type countWriter struct{ n int64 }
+
+func (c *countWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
+
+// BenchmarkSink: the whole crash-safe path, PipeObserver -> pipes -> sink
+// process (this test binary) -> cassette file; Close waits for the end.
+func BenchmarkSink(b *testing.B) {
+	chunks, total := benchChunks(b, 32<<20)
+	b.SetBytes(total)
+	dir := b.TempDir()
+	var size int64
+	for i := 0; i < b.N; i++ {
+		cfg := sinkConfig(filepath.Join(dir, filepathSafe(i)))
+		cfg.Warn = func(m string) { b.Error(m) }
+		o, err := StartSink(context.Background(), cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, c := range chunks {
+			o.Observe(c)
+		}
+		o.Close()
+		size = fileSize(cfg.Path)
+	}
+	b.ReportMetric(float64(size)/float64(total), "ratio")
+}
