@@ -62,16 +62,19 @@ func StartChild(rec *Recording, opts ...Option) (*Child, error) {
 	e.sigs = c.sigs
 	e.out = outW
 	e.errOut = errBuf
-	go func() {
-		defer close(c.done)
-		c.res, c.err = e.run(ctx, inR)
-		// The fake child is gone: the parent sees EOF on stdout and stderr,
-		// and its writes to stdin fail.
-		outW.Close()
-		errBuf.Close()
-		inR.CloseWithError(io.ErrClosedPipe)
-	}()
+	go c.engineLoop(ctx, e, inR, outW, errBuf)
 	return c, nil
+}
+
+// engineLoop is the goroutine that runs a fake child's engine, then closes
+// the pipes: the parent sees EOF on stdout and stderr, and its writes to
+// stdin fail. It blocks only where the engine does (see the package doc).
+func (c *Child) engineLoop(ctx context.Context, e *engine, inR *io.PipeReader, outW *io.PipeWriter, errBuf *bufPipe) {
+	defer close(c.done)
+	c.res, c.err = e.run(ctx, inR)
+	outW.Close()
+	errBuf.Close()
+	inR.CloseWithError(io.ErrClosedPipe)
 }
 
 // Wait waits for the fake child to end and returns what it found. The

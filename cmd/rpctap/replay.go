@@ -137,22 +137,7 @@ func runReplay(path string, o *replayOptions, opts []replay.Option, stdio Stdio)
 	defer signal.Stop(sigc)
 	stopRelay := make(chan struct{})
 	defer close(stopRelay)
-	go func() { // signalRelay: os.Signal -> name, until the replay returns
-		for {
-			select {
-			case s := <-sigc:
-				if ss, ok := s.(syscall.Signal); ok {
-					select {
-					case names <- tap.SignalName(ss):
-					case <-stopRelay:
-						return
-					}
-				}
-			case <-stopRelay:
-				return
-			}
-		}
-	}()
+	go relaySignals(sigc, names, stopRelay)
 	res, err := replay.RunChild(context.Background(), rec, stdio.In, stdio.Out, stdio.Err, names, opts...)
 	switch {
 	case res == nil:
@@ -166,6 +151,26 @@ func runReplay(path string, o *replayOptions, opts []replay.Option, stdio Stdio)
 		return Exit(res.Exit.Code)
 	}
 	return nil
+}
+
+// relaySignals is the goroutine that turns the signals rpctap receives into
+// names for the replay engine, until stop is closed. It never blocks past
+// stop.
+func relaySignals(sigc <-chan os.Signal, names chan<- string, stop <-chan struct{}) {
+	for {
+		select {
+		case s := <-sigc:
+			if ss, ok := s.(syscall.Signal); ok {
+				select {
+				case names <- tap.SignalName(ss):
+				case <-stop:
+					return
+				}
+			}
+		case <-stop:
+			return
+		}
+	}
 }
 
 // isBrokenPipe: the parent went away (closed our stdout); a real child would

@@ -104,14 +104,11 @@ func runVerify(path string, argv []string, o *verifyOptions, opts []replay.Optio
 	}
 	var tail stderrTail
 	errDone := make(chan struct{})
-	go func() { // childStderr: copies the child's stderr until it closes
-		defer close(errDone)
-		if o.ChildStderr {
-			io.Copy(stdio.Err, childErr)
-		} else {
-			io.Copy(&tail, childErr)
-		}
-	}()
+	var errDst io.Writer = &tail
+	if o.ChildStderr {
+		errDst = stdio.Err
+	}
+	go copyChildStderr(errDst, childErr, errDone)
 
 	report := stdio.Out
 	if o.Update {
@@ -219,12 +216,26 @@ func startChild(argv []string) (*child, error) {
 		return nil, &ExitError{Code: ExitNoExec, Err: fmt.Errorf("verify: %s: %v", argv[0], err)}
 	}
 	c := &child{cmd: cmd, stdin: inW, stdout: outR, stderr: errR, exited: make(chan struct{})}
-	go func() { // childReaper: waits for the child's exit
-		cmd.Wait()
-		c.state = cmd.ProcessState
-		close(c.exited)
-	}()
+	go c.reap()
 	return c, nil
+}
+
+// reap is the goroutine that waits for the child's exit. cmd.Wait returns
+// as soon as the child exits: os/exec runs no copy goroutines here (all
+// three streams are *os.File), so a grandchild holding a pipe cannot hold
+// it up.
+func (c *child) reap() {
+	c.cmd.Wait()
+	c.state = c.cmd.ProcessState
+	close(c.exited)
+}
+
+// copyChildStderr is the goroutine that copies the child's stderr to dst
+// until every writer of the pipe has closed it (the child and any
+// grandchild it gave its stderr to), then closes done.
+func copyChildStderr(dst io.Writer, src io.Reader, done chan<- struct{}) {
+	defer close(done)
+	io.Copy(dst, src)
 }
 
 // wait waits up to grace for the child to exit, then kills it.
