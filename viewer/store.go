@@ -329,39 +329,51 @@ func (s *Store) pairNearby(row Row) (uint64, int64, bool) {
 	}
 	var res nearPair
 	final := true
+	const chunk = 256
 	switch row.Kind {
 	case "response":
-		from := max(0, int(row.N)-nearbyWindow)
-		recs, _ := s.Records(from, int(row.N)-from)
-		for i := len(recs) - 1; i >= 0; i-- {
-			r := recs[i]
-			s.classify.Fill(&r)
-			if !same(&r) {
-				continue
-			}
-			if r.D != row.Dir && r.Kind == "request" {
-				res = nearPair{partner: r.N, lat: row.T - r.T, ok: true}
-				break
-			}
-			if r.D == row.Dir && r.Kind == "response" {
-				break // an earlier response with this id took the request
+		// Backwards, a chunk at a time: the request is usually close.
+	back:
+		for hi := int(row.N); hi > 0 && int(row.N)-hi < nearbyWindow; hi -= chunk {
+			lo := max(0, hi-chunk)
+			recs, _ := s.Records(lo, hi-lo)
+			for i := len(recs) - 1; i >= 0; i-- {
+				r := recs[i]
+				s.classify.Fill(&r)
+				if !same(&r) {
+					continue
+				}
+				if r.D != row.Dir && r.Kind == "request" {
+					res = nearPair{partner: r.N, lat: row.T - r.T, ok: true}
+					break back
+				}
+				if r.D == row.Dir && r.Kind == "response" {
+					break back // an earlier response with this id took the request
+				}
 			}
 		}
 	case "request":
-		recs, _ := s.Records(int(row.N)+1, nearbyWindow)
 		final = int(row.N)+1+nearbyWindow <= n // else a later record may still answer it
-		for i := range recs {
-			r := recs[i]
-			s.classify.Fill(&r)
-			if !same(&r) {
-				continue
-			}
-			if r.D != row.Dir && r.Kind == "response" {
-				res = nearPair{partner: r.N, lat: r.T - row.T, ok: true}
+	fwd:
+		for lo := int(row.N) + 1; lo < n && lo-int(row.N) <= nearbyWindow; lo += chunk {
+			recs, _ := s.Records(lo, chunk)
+			if len(recs) == 0 {
 				break
 			}
-			if r.D == row.Dir && r.Kind == "request" {
-				break // the id was reused: this request was never answered
+			for i := range recs {
+				r := recs[i]
+				s.classify.Fill(&r)
+				if !same(&r) {
+					continue
+				}
+				if r.D != row.Dir && r.Kind == "response" {
+					res = nearPair{partner: r.N, lat: r.T - row.T, ok: true}
+					break fwd
+				}
+				if r.D == row.Dir && r.Kind == "request" {
+					final = true
+					break fwd // the id was reused: this request was never answered
+				}
 			}
 		}
 	}
