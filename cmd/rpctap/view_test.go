@@ -3,9 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rpctap/rpctap/cassette"
 )
@@ -98,5 +102,91 @@ func TestViewTruncatedFollows(t *testing.T) {
 	}
 	if !strings.Contains(out, "▶") {
 		t.Errorf("no selected row:\n%s", out)
+	}
+}
+
+var recordViewTestdata = flag.Bool("record-view-testdata", false, "copy the cassettes TestViewRealPeers records into viewer/testdata/")
+
+// TestViewRealPeers records the bundled demo and the ACP Go SDK example
+// client with its example agent through `rpctap record`, then views the
+// cassettes headless: the list, the pair jump, the transcript and the stats
+// show what the peers said.
+func TestViewRealPeers(t *testing.T) {
+	if _, ok := commands["record"]; !ok {
+		t.Skip("needs `rpctap record`, which is not available in this build yet")
+	}
+	if testing.Short() {
+		t.Skip("builds the SDK example programs; skipped with -short")
+	}
+	rp, err := exec.LookPath("rpctap")
+	if err != nil {
+		t.Fatal("rpctap is not in PATH: ", err)
+	}
+	dir := t.TempDir()
+	demo := filepath.Join(dir, "demo.cassette")
+	if code, _, errs := viewMain("demo", "-q", "--delay", "0", "-o", demo); code != 0 {
+		t.Fatalf("demo: exit %d: %s", code, errs)
+	}
+	build := func(name, pkg string) string {
+		out := filepath.Join(dir, name)
+		if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+		}
+		return out
+	}
+	sdk := filepath.Join(dir, "acp-sdk.cassette")
+	client := build("acpclient", "github.com/coder/acp-go-sdk/example/client")
+	agent := build("acpagent", "github.com/coder/acp-go-sdk/example/agent")
+	cmd := exec.Command(client, rp, "record", "-o", sdk, "--", agent)
+	cmd.Dir = dir
+	cmd.Stdin = strings.NewReader("")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(90 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("the SDK client did not finish:\n%s", out.String())
+	}
+	for _, cas := range []string{demo, sdk} {
+		t.Run(filepath.Base(cas), func(t *testing.T) {
+			code, list, errs := viewMain("view", "--dump", "140x60", cas)
+			if code != 0 {
+				t.Fatalf("view: exit %d: %s", code, errs)
+			}
+			for _, want := range []string{"initialize", "session/new", "session/prompt", "session/request_permission", "acp"} {
+				if !strings.Contains(list, want) {
+					t.Errorf("list lacks %q:\n%s", want, list)
+				}
+			}
+			// The agent's permission request pairs with the client's answer.
+			_, detail, _ := viewMain("view", "--dump", "140x60", "--keys", "g/m:request_permission<enter>p<enter>", cas)
+			if !strings.Contains(detail, "in response") || !strings.Contains(detail, "outcome") {
+				t.Errorf("p from the permission request does not show the client's answer:\n%s", detail)
+			}
+			_, tr, _ := viewMain("view", "--dump", "140x60", "--keys", "t", cas)
+			if !strings.Contains(tr, "turn 1 · session/prompt") || !strings.Contains(tr, "first chunk") || !strings.Contains(tr, "? permission?") {
+				t.Errorf("transcript:\n%s", tr)
+			}
+			_, st, _ := viewMain("view", "--dump", "140x60", "--keys", "s", cas)
+			if !strings.Contains(st, "session/prompt") || !strings.Contains(st, "P50") {
+				t.Errorf("stats:\n%s", st)
+			}
+			if *recordViewTestdata {
+				data, err := os.ReadFile(cas)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join("..", "..", "viewer", "testdata", filepath.Base(cas)), data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
 	}
 }
