@@ -11,8 +11,8 @@ import (
 
 	"github.com/rpctap/rpctap/protocol"
 	"github.com/rpctap/rpctap/replay"
-	"github.com/rpctap/rpctap/tap"
 	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
 )
 
 // replayFlags are the matching flags shared by replay, verify and diff.
@@ -133,7 +133,7 @@ func runReplay(path string, o *replayOptions, opts []replay.Option, stdio Stdio)
 	// action would.
 	sigc := make(chan os.Signal, 4)
 	names := make(chan string, 4)
-	signal.Notify(sigc, tap.ForwardedSignals...)
+	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
 	defer signal.Stop(sigc)
 	stopRelay := make(chan struct{})
 	defer close(stopRelay)
@@ -162,7 +162,7 @@ func relaySignals(sigc <-chan os.Signal, names chan<- string, stop <-chan struct
 		case s := <-sigc:
 			if ss, ok := s.(syscall.Signal); ok {
 				select {
-				case names <- tap.SignalName(ss):
+				case names <- unix.SignalName(ss):
 				case <-stop:
 					return
 				}

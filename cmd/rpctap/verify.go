@@ -259,7 +259,7 @@ func (c *child) wait(grace time.Duration) (replay.Exit, bool) {
 
 func (c *child) kill() { c.cmd.Process.Kill() }
 
-func signalName(s syscall.Signal) string { return tap.SignalName(s) }
+func signalName(s syscall.Signal) string { return unix.SignalName(s) }
 
 // stderrTail keeps the last lines of the child's stderr.
 type stderrTail struct {
