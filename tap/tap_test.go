@@ -1,0 +1,395 @@
+package tap
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// harness runs a helper child behind an in-process tap whose parent side is
+// three pipes owned by the test.
+type harness struct {
+	t    *testing.T
+	cmd  *Cmd
+	obs  *collector
+	warn *syncBuffer
+	in   *os.File // the parent's writing end of the tap's stdin
+	out  *os.File // the parent's reading end of the tap's stdout
+	err  *os.File // the reading end of the tap's stderr
+}
+
+func startTap(t *testing.T, setup func(*Cmd), role string, args ...string) *harness {
+	t.Helper()
+	argv := helperArgv(role, args...)
+	c := Command(argv[0], argv[1:]...)
+	c.Env = helperEnv()
+	c.Signals = nil // in-process: leave the test binary's signals alone
+	h := &harness{t: t, cmd: c, obs: newCollector(), warn: &syncBuffer{}}
+	inR, inW := mustPipe(t)
+	outR, outW := mustPipe(t)
+	errR, errW := mustPipe(t)
+	c.Stdin, c.Stdout, c.Stderr = inR, outW, errW
+	c.Observer = h.obs
+	c.Warn = h.warn
+	if setup != nil {
+		setup(c)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The tap holds duplicates; ours would hide the EOFs.
+	inR.Close()
+	outW.Close()
+	errW.Close()
+	h.in, h.out, h.err = inW, outR, errR
+	t.Cleanup(func() { inW.Close(); outR.Close(); errR.Close() })
+	return h
+}
+
+func mustPipe(t *testing.T) (*os.File, *os.File) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, w
+}
+
+func readAllAsync(r io.Reader) <-chan []byte {
+	c := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(r)
+		c <- b
+	}()
+	return c
+}
+
+func (h *harness) wait() {
+	h.t.Helper()
+	if err := h.cmd.Wait(); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// roundTrip sends data through a "tee" child and checks that stdout, stderr
+// and all three observed streams equal it.
+func roundTrip(t *testing.T, data []byte) {
+	h := startTap(t, nil, "tee")
+	outc, errc := readAllAsync(h.out), readAllAsync(h.err)
+	go func() {
+		h.in.Write(data)
+		h.in.Close()
+	}()
+	out, errOut := <-outc, <-errc
+	h.wait()
+	for _, s := range []struct {
+		name string
+		got  []byte
+	}{
+		{"stdout", out}, {"stderr", errOut},
+		{"observed in", h.obs.data[Stdin].Bytes()},
+		{"observed out", h.obs.data[Stdout].Bytes()},
+		{"observed err", h.obs.data[Stderr].Bytes()},
+	} {
+		if !bytes.Equal(s.got, data) {
+			t.Errorf("%s: %d bytes differ from the %d sent (first diff at %d)", s.name, len(s.got), len(data), firstDiff(s.got, data))
+		}
+	}
+	h.obs.check(t)
+	if code, sig := Status(h.cmd.ProcessState); code != 0 || sig != 0 {
+		t.Errorf("child ended with %d/%v", code, sig)
+	}
+	if k := strings.Join(h.obs.kinds(), ","); k != "start,stdin-eof,exit" {
+		t.Errorf("events %s, want start,stdin-eof,exit", k)
+	}
+	if w := h.warn.String(); w != "" {
+		t.Errorf("warnings: %q", w)
+	}
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+func TestByteExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	junk := make([]byte, 300<<10)
+	for i := range junk {
+		junk[i] = byte(rng.Uint32())
+	}
+	big := bytes.Repeat([]byte(`{"a":"0123456789abcdef"}`), (16<<20)/24+1)
+	big = append(big[:16<<20], '\n')
+	cases := map[string][]byte{
+		"empty":            nil,
+		"json lines":       []byte("{\"jsonrpc\":\"2.0\",\"id\":1}\n{\"x\":[]}\n"),
+		"invalid utf8":     []byte("{\"s\":\"\xff\xfe\xc3\x28\"}\n\x80\n"),
+		"crlf":             []byte("a\r\nb\r\n\r\n"),
+		"bom":              []byte("\xef\xbb\xbf{\"a\":1}\n"),
+		"empty lines":      []byte("\n\n\n{}\n\n"),
+		"no final eol":     []byte("{\"a\":1}\n{\"b\":2}"),
+		"nul and binary":   []byte{0, 1, 2, 0, '\n', 0xff, 0},
+		"random 300 KiB":   junk,
+		"16 MiB line":      big,
+		"16 MiB no eol":    big[:len(big)-1],
+		"ansi before json": []byte("\x1b[2K\x1b[1Gloading...{\"id\":1}\n"),
+	}
+	for name, data := range cases {
+		t.Run(name, func(t *testing.T) { roundTrip(t, data) })
+	}
+}
+
+// FuzzByteExact: whatever goes in comes out unchanged, both ways, and the
+// observer sees exactly that. Seeds in testdata/fuzz/FuzzByteExact.
+func FuzzByteExact(f *testing.F) {
+	f.Add([]byte("{\"jsonrpc\":\"2.0\",\"method\":\"initialize\",\"id\":0}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) { roundTrip(t, data) })
+}
+
+func TestExitCodes(t *testing.T) {
+	for _, want := range []int{0, 3, 7} {
+		h := startTap(t, nil, "exit", strconv.Itoa(want))
+		h.in.Close()
+		h.wait()
+		code, sig := Status(h.cmd.ProcessState)
+		if code != want || sig != 0 {
+			t.Errorf("exit %d: got code %d signal %v", want, code, sig)
+		}
+		ev := h.obs.event("exit")
+		if ev == nil || ev.Exit == nil || *ev.Exit != want {
+			t.Errorf("exit %d: exit event %+v", want, ev)
+		}
+		h.obs.check(t)
+	}
+}
+
+func TestChildKilledBySignal(t *testing.T) {
+	h := startTap(t, nil, "killself")
+	h.wait()
+	code, sig := Status(h.cmd.ProcessState)
+	if sig != syscall.SIGTERM || code != 128+15 {
+		t.Errorf("got code %d signal %v, want SIGTERM", code, sig)
+	}
+	if ev := h.obs.event("exit"); ev == nil || ev.Signal != "SIGTERM" || ev.Exit != nil {
+		t.Errorf("exit event %+v", ev)
+	}
+}
+
+// A child that ignores stdin EOF keeps the tap running, as a pipe would;
+// the EOF still reaches it and is recorded.
+func TestChildIgnoresEOF(t *testing.T) {
+	h := startTap(t, nil, "ignore-eof")
+	h.in.Write([]byte("hello\n"))
+	h.in.Close()
+	line, err := bufio.NewReader(h.out).ReadString('\n')
+	if err != nil || line != "eof\n" {
+		t.Fatalf("child said %q, %v", line, err)
+	}
+	done := make(chan struct{})
+	go func() { h.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+		t.Fatal("the tap ended while the child still ran")
+	case <-time.After(300 * time.Millisecond):
+	}
+	if h.obs.event("stdin-eof") == nil {
+		t.Error("no stdin-eof event")
+	}
+	h.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the tap did not end after the child was killed")
+	}
+	if _, sig := Status(h.cmd.ProcessState); sig != syscall.SIGTERM {
+		t.Errorf("child ended with %v", sig)
+	}
+	h.obs.check(t)
+}
+
+// A grandchild that keeps the child's stdout open must not hold the tap
+// beyond its grace, and the child is reaped (no zombie).
+func TestGrandchildHoldsStdout(t *testing.T) {
+	const grace = 300 * time.Millisecond
+	h := startTap(t, func(c *Cmd) { c.Grace = grace }, "grandchild")
+	br := bufio.NewReader(h.out)
+	line, err := br.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpid, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "grandchild ")))
+	if gpid <= 0 {
+		t.Fatalf("child said %q", line)
+	}
+	defer syscall.Kill(gpid, syscall.SIGKILL)
+	rest := readAllAsync(br)
+	t0 := time.Now()
+	h.wait()
+	took := time.Since(t0)
+	if took > grace+2*time.Second {
+		t.Errorf("Wait took %v with a grace of %v", took, grace)
+	}
+	select {
+	case <-rest: // the tap let go of the parent's stdout
+	case <-time.After(2 * time.Second):
+		t.Error("the parent's stdout did not reach EOF after Wait")
+	}
+	pid := h.cmd.Process.Pid
+	if st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
+		t.Errorf("child %d still exists after Wait: %s", pid, st)
+	}
+	if syscall.Kill(gpid, 0) != nil {
+		t.Errorf("grandchild %d is gone: the test proves nothing", gpid)
+	}
+	h.obs.check(t)
+}
+
+// A panicking observer is switched off with one warning; forwarding goes on.
+func TestObserverPanics(t *testing.T) {
+	var calls int
+	h := startTap(t, func(c *Cmd) {
+		c.Observer.(*collector).observe = func(Chunk) {
+			calls++
+			panic("disk on fire")
+		}
+	}, "cat")
+	outc := readAllAsync(h.out)
+	data := bytes.Repeat([]byte("{\"x\":1}\n"), 100000)
+	go func() { h.in.Write(data); h.in.Close() }()
+	out := <-outc
+	h.wait()
+	if !bytes.Equal(out, data) {
+		t.Errorf("forwarded %d bytes, want %d", len(out), len(data))
+	}
+	if w := h.warn.String(); strings.Count(w, "\n") != 1 || !strings.Contains(w, "disk on fire") {
+		t.Errorf("warnings %q, want one line", w)
+	}
+	if calls != 1 {
+		t.Errorf("observer called %d times after failing", calls)
+	}
+}
+
+// An observer that blocks slows forwarding and loses nothing (lossless).
+func TestSlowObserverBackpressure(t *testing.T) {
+	h := startTap(t, func(c *Cmd) {
+		c.Observer.(*collector).observe = func(Chunk) { time.Sleep(time.Millisecond) }
+	}, "cat")
+	outc := readAllAsync(h.out)
+	data := bytes.Repeat([]byte("0123456789abcde\n"), 64<<10) // 1 MiB
+	go func() { h.in.Write(data); h.in.Close() }()
+	out := <-outc
+	h.wait()
+	if !bytes.Equal(out, data) || !bytes.Equal(h.obs.data[Stdout].Bytes(), data) {
+		t.Errorf("lost bytes: out %d, observed %d, sent %d", len(out), h.obs.data[Stdout].Len(), len(data))
+	}
+}
+
+func TestStartErrors(t *testing.T) {
+	dir := t.TempDir()
+	noexec := dir + "/noexec"
+	os.WriteFile(noexec, []byte("#!/bin/sh\n"), 0o644)
+	for _, tc := range []struct {
+		name                    string
+		notFound, notExecutable bool
+	}{
+		{"rpctap-no-such-command", true, false},
+		{dir + "/missing", true, false},
+		{noexec, false, true},
+		{dir, false, true},
+	} {
+		obs := newCollector()
+		c := Command(tc.name)
+		c.Signals = nil
+		c.Observer = obs
+		err := c.Start()
+		var se *StartError
+		if !errors.As(err, &se) || se.NotFound() != tc.notFound || se.NotExecutable() != tc.notExecutable {
+			t.Errorf("%s: Start: %v (%T)", tc.name, err, err)
+		}
+		if obs.closes != 1 {
+			t.Errorf("%s: observer closed %d times after a failed Start", tc.name, obs.closes)
+		}
+		_, lerr := LookPath(tc.name)
+		if !errors.As(lerr, &se) || se.NotFound() != tc.notFound || se.NotExecutable() != tc.notExecutable {
+			t.Errorf("%s: LookPath: %v", tc.name, lerr)
+		}
+	}
+}
+
+// The parent's descriptors are switched to non-blocking mode while the tap
+// runs and get their blocking mode back when Wait returns.
+func TestNonblockRestored(t *testing.T) {
+	blockingPipe := func() (*os.File, *os.File, int, int) {
+		var p [2]int
+		if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+			t.Fatal(err)
+		}
+		return os.NewFile(uintptr(p[0]), "r"), os.NewFile(uintptr(p[1]), "w"), p[0], p[1]
+	}
+	nonblock := func(fd int) bool {
+		fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fl&unix.O_NONBLOCK != 0
+	}
+	inR, inW, inFd, _ := blockingPipe()
+	outR, outW, _, outFd := blockingPipe()
+	defer inR.Close()
+	defer outW.Close()
+	defer outR.Close()
+	argv := helperArgv("cat")
+	c := Command(argv[0], argv[1:]...)
+	c.Env, c.Signals = helperEnv(), nil
+	c.Stdin, c.Stdout = inR, outW
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	inW.Write([]byte("ping\n"))
+	buf := make([]byte, 5)
+	if _, err := io.ReadFull(outR, buf); err != nil || string(buf) != "ping\n" {
+		t.Fatalf("read %q, %v", buf, err)
+	}
+	if !nonblock(inFd) || !nonblock(outFd) {
+		t.Error("stdin/stdout not in non-blocking mode while the tap runs")
+	}
+	inW.Close()
+	if err := c.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if nonblock(inFd) || nonblock(outFd) {
+		t.Error("stdin/stdout left in non-blocking mode")
+	}
+}
