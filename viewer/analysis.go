@@ -8,7 +8,7 @@ import (
 
 // Analysis is the incremental, pure part of the Store: fed records in order
 // (Add), it pairs requests with responses, collects violation marks and
-// accumulates statistics. Memory: 16 bytes per request and per response,
+// accumulates statistics. Memory: 24 bytes per request and per response,
 // one entry per violation and per request in flight, and a bounded
 // histogram per method; decoded records are not kept.
 type Analysis struct {
