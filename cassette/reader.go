@@ -55,6 +55,8 @@ type Reader struct {
 	tornOff    int64  // offset of that frame
 	err        error  // sticky
 	header     *Record
+	headerLine []byte
+	last       []byte // the line of the record Next returned last
 }
 
 // Open opens the cassette at path for streaming.
@@ -97,6 +99,7 @@ func NewReader(rd io.Reader) (*Reader, error) {
 	}
 	r.hdr = *rec.Header
 	r.header = rec
+	r.headerLine = append([]byte(nil), r.last...)
 	return r, nil
 }
 
@@ -161,6 +164,7 @@ func (r *Reader) Next() (*Record, error) {
 	if r.header != nil {
 		h := r.header
 		r.header = nil
+		r.last = r.headerLine
 		return h, nil
 	}
 	if r.err != nil {
@@ -172,6 +176,11 @@ func (r *Reader) Next() (*Record, error) {
 	}
 	return rec, err
 }
+
+// Line returns the cassette's JSON line (without its newline) for the
+// record Next returned last, exactly as stored. It is valid until the next
+// call to Next.
+func (r *Reader) Line() []byte { return r.last }
 
 // Records returns how many records Next has returned (header included).
 func (r *Reader) Records() uint64 { return r.count }
@@ -190,6 +199,7 @@ func (r *Reader) next() (*Record, error) {
 				continue
 			}
 			r.pos += i + 1
+			r.last = line[:i]
 			rec := new(Record)
 			if err := rec.UnmarshalJSON(line[:i]); err != nil {
 				return nil, r.corrupt(r.frameOff, "record "+strconv.FormatUint(r.count, 10)+": "+err.Error())

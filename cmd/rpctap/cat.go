@@ -1,0 +1,305 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/rpctap/rpctap/cassette"
+	"github.com/spf13/pflag"
+)
+
+// catOptions are the flags of `rpctap cat`.
+type catOptions struct {
+	Format string // "json" (the cassette's own lines) or "table"
+	Raw    bool   // write one direction's exact byte stream
+	Dir    string // in, out or err: only records of this direction
+	Conn   int    // socket mode: only this connection (-1: any)
+	Width  int    // table: bytes of payload shown
+}
+
+func init() {
+	register(&command{
+		Name:    "cat",
+		Summary: "print a cassette's records as JSON lines, a table, or raw bytes",
+		Usage:   "cat [flags] CASSETTE...",
+		Long: `Prints the records of each cassette. By default the output is the cassette's
+own JSON lines, exactly as stored (the same as 'zstdcat CASSETTE', without the
+need for zstd), ready for jq. --format table shows one line per record: time
+since start, delta to the previous record, direction (→ parent to child,
+← child to parent, ! stderr), kind, method, id, size and the first bytes.
+
+--raw --dir in|out|err writes the exact byte stream of one direction, as the
+child read it (in) or wrote it (out, err): line endings, invalid UTF-8 and a
+missing final newline included. Values redacted at record time stay
+redacted. In socket mode pick the connection with --conn.
+
+A cassette that is still being written, or whose recorder was killed, is
+printed up to its last complete record, followed by a warning on stderr
+("truncated after record N"); the exit status is still 0. Exit status 4 when
+a file is missing, unreadable, damaged, not a cassette, or from a newer
+rpctap.`,
+		Example: `  rpctap cat session.cassette | jq -c 'select(.k=="frame") | .json'
+  rpctap cat --format table session.cassette
+  rpctap cat --raw --dir in session.cassette > stdin.bin
+  rpctap cat --raw --dir out --conn 2 socket.cassette`,
+		Flags: func(fs *pflag.FlagSet) func([]string, Stdio) error {
+			o := &catOptions{}
+			fs.StringVar(&o.Format, "format", "json", "output format: json or table")
+			fs.BoolVar(&o.Raw, "raw", false, "write the exact bytes of one direction (needs --dir)")
+			fs.StringVar(&o.Dir, "dir", "", "only records of this direction: in, out or err")
+			fs.IntVar(&o.Conn, "conn", -1, "only records of this connection (socket mode)")
+			fs.IntVar(&o.Width, "width", 60, "table: bytes of each payload shown")
+			return func(args []string, stdio Stdio) error { return runCat(o, args, stdio) }
+		},
+	})
+}
+
+func runCat(o *catOptions, files []string, stdio Stdio) error {
+	if len(files) == 0 {
+		return Usagef("cat needs a cassette")
+	}
+	if o.Format != "json" && o.Format != "table" {
+		return Usagef("--format must be json or table, not %q", o.Format)
+	}
+	switch o.Dir {
+	case "", "in", "out", "err":
+	default:
+		return Usagef("--dir must be in, out or err, not %q", o.Dir)
+	}
+	if o.Raw && o.Dir == "" {
+		return Usagef("--raw needs --dir in, out or err")
+	}
+	if o.Raw && o.Format != "json" {
+		return Usagef("--raw and --format cannot be used together")
+	}
+	if o.Raw && len(files) > 1 {
+		return Usagef("--raw takes one cassette")
+	}
+	out := bufio.NewWriterSize(stdio.Out, 64<<10)
+	for _, f := range files {
+		err := catFile(o, f, out, stdio.Err, len(files) > 1)
+		if ferr := out.Flush(); err == nil && ferr != nil {
+			return ferr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// catFile prints one cassette. Output is flushed by the caller; the warning
+// about a cut comes after the records it follows.
+func catFile(o *catOptions, path string, out *bufio.Writer, errw io.Writer, many bool) error {
+	r, err := cassette.Open(path)
+	if err != nil {
+		return Inputf("%s: %v", path, describeCassetteErr(err))
+	}
+	defer r.Close()
+	h := r.Header()
+	if o.Raw && h.Mode == "socket" && o.Conn < 0 {
+		return Usagef("%s records several connections (socket mode); choose one with --conn N", path)
+	}
+	t := &tableState{width: o.Width}
+	if o.Format == "table" && many {
+		fmt.Fprintf(out, "== %s\n", path)
+	}
+	var gaps int64
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			var te *cassette.TruncatedError
+			if errors.As(err, &te) {
+				if err := out.Flush(); err != nil {
+					return err
+				}
+				fmt.Fprintf(errw, "rpctap: warning: %s: %v\n", path, err)
+				break
+			}
+			if ferr := out.Flush(); ferr != nil {
+				return ferr
+			}
+			return Inputf("%s: %v", path, err)
+		}
+		if !o.match(rec) {
+			continue
+		}
+		switch {
+		case o.Raw:
+			if rec.K == cassette.KindEvent && rec.Ev == cassette.EventGap {
+				gaps += rec.Bytes
+			}
+			if rec.K == cassette.KindFrame || rec.K == cassette.KindStderr {
+				t.buf = rec.AppendLine(t.buf[:0])
+				if _, err := out.Write(t.buf); err != nil {
+					return err
+				}
+			}
+		case o.Format == "table":
+			t.row(out, rec)
+		default:
+			out.Write(r.Line())
+			if err := out.WriteByte('\n'); err != nil {
+				return err
+			}
+		}
+	}
+	if gaps > 0 {
+		if err := out.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintf(errw, "rpctap: warning: %s: %d bytes of %q were forwarded but not recorded (gap); the output lacks them\n", path, gaps, o.Dir)
+	}
+	return nil
+}
+
+// match applies --dir and --conn. With --dir, records without a direction
+// (header, events, violations) are left out, except gap events of that
+// direction, which --raw reports.
+func (o *catOptions) match(r *cassette.Record) bool {
+	if o.Conn >= 0 && r.Conn != o.Conn && r.K != cassette.KindHeader {
+		return false
+	}
+	if o.Dir == "" {
+		return true
+	}
+	if r.K == cassette.KindEvent && r.Ev == cassette.EventGap {
+		return string(r.D) == o.Dir
+	}
+	if r.K != cassette.KindFrame && r.K != cassette.KindStderr {
+		return false
+	}
+	return string(r.D) == o.Dir
+}
+
+// tableState formats --format table rows.
+type tableState struct {
+	width int
+	prevT int64
+	rows  int
+	buf   []byte
+}
+
+func (t *tableState) row(w *bufio.Writer, r *cassette.Record) {
+	if t.rows == 0 {
+		fmt.Fprintf(w, "%6s %12s %11s %s %-13s %-28s %-8s %7s  %s\n", "#", "TIME", "DELTA", " ", "KIND", "METHOD", "ID", "SIZE", "DATA")
+	}
+	delta := r.T - t.prevT
+	if t.rows == 0 {
+		delta = 0
+	}
+	t.rows++
+	t.prevT = r.T
+	arrow := map[cassette.Dir]string{cassette.DirIn: "→", cassette.DirOut: "←", cassette.DirErr: "!"}[r.D]
+	if arrow == "" {
+		arrow = " "
+	}
+	kind, method, id, size, data := string(r.K), "", "", "", ""
+	switch r.K {
+	case cassette.KindHeader:
+		if h := r.Header; h != nil {
+			data = fmt.Sprintf("%s %s created %s", h.Format, h.Version, h.Created)
+			if len(h.Argv) > 0 {
+				data += " argv " + strings.Join(h.Argv, " ")
+			}
+			if h.Protocol != "" {
+				method = h.Protocol
+			}
+		}
+	case cassette.KindFrame, cassette.KindStderr:
+		if r.Kind != "" && r.K == cassette.KindFrame {
+			kind = r.Kind
+		}
+		method, id = r.Method, string(r.ID)
+		p := r.Payload()
+		size = strconv.Itoa(len(p) + len(r.EOL))
+		data = excerpt(p, t.width)
+		if r.Part {
+			data = strings.TrimSuffix(data, "…") + "…(part)"
+		}
+	case cassette.KindEvent:
+		method = r.Ev
+		switch r.Ev {
+		case cassette.EventStart:
+			data = fmt.Sprintf("pid %d argv %s", r.PID, strings.Join(r.Argv, " "))
+		case cassette.EventExit:
+			if r.Exit != nil {
+				data = fmt.Sprintf("exit %d", *r.Exit)
+			} else {
+				data = "signal " + r.Signal
+			}
+		case cassette.EventSignal:
+			data = r.Signal
+		case cassette.EventGap:
+			data = fmt.Sprintf("%d bytes not recorded", r.Bytes)
+		default:
+			data = r.Msg
+		}
+	case cassette.KindViolation:
+		method = r.Code
+		data = fmt.Sprintf("%s #%d %s %s", r.Severity, r.Ref, r.Pointer, r.Msg)
+	case cassette.KindMeta:
+		method = r.Protocol
+	case cassette.KindEnd:
+		data = fmt.Sprintf("%d records", r.Records)
+	}
+	if r.Conn != 0 {
+		kind = fmt.Sprintf("%s#%d", kind, r.Conn)
+	}
+	fmt.Fprintf(w, "%6d %12s %11s %s %-13s %-28s %-8s %7s  %s\n", r.N, seconds(r.T, false), seconds(delta, true),
+		arrow, clip(kind, 13), clip(method, 28), clip(id, 8), size, data)
+}
+
+// seconds formats ns as seconds with microseconds.
+func seconds(ns int64, sign bool) string {
+	s := fmt.Sprintf("%d.%06d", ns/1e9, (ns%1e9)/1e3)
+	if ns < 0 {
+		s = fmt.Sprintf("-%d.%06d", -ns/1e9, (-ns%1e9)/1e3)
+	}
+	if sign && ns >= 0 {
+		s = "+" + s
+	}
+	return s
+}
+
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// excerpt shows the first bytes of a payload on one line: control bytes
+// and invalid UTF-8 are escaped so the table stays a table.
+func excerpt(p []byte, width int) string {
+	var b strings.Builder
+	n := 0
+	for i := 0; i < len(p) && n < width; {
+		r, size := utf8.DecodeRune(p[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			fmt.Fprintf(&b, `\x%02x`, p[i])
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case r == 0xfeff || r == 0x2028 || r == 0x2029 || r == 0x200b:
+			fmt.Fprintf(&b, `\u%04x`, r) // invisible: a BOM or a line separator would hide or break the row
+		default:
+			b.WriteRune(r)
+		}
+		i += max(size, 1)
+		n++
+		if n == width && i < len(p) {
+			b.WriteString("…")
+		}
+	}
+	return b.String()
+}
