@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rpctap/rpctap/cassette"
 	"github.com/rpctap/rpctap/replay/replaytest"
 )
 
@@ -364,5 +365,37 @@ func TestDiffCLI(t *testing.T) {
 	}
 	if r := run(t, dir, "", rp, "diff", "--ignore", "/result/stopReason", a, b); r.code != 0 {
 		t.Fatalf("--ignore: exit %d\n%s", r.code, r.stdout)
+	}
+}
+
+func TestReplaySocketModeConn(t *testing.T) {
+	tools(t)
+	dir := t.TempDir()
+	b := replaytest.New("brainwires")
+	b.Records[0].Header.Mode = "socket"
+	frame := func(conn int, d cassette.Dir, line string) {
+		r := cassette.NewLineRecord(cassette.KindFrame, d, []byte(line), "\n")
+		r.Conn = conn
+		b.Add(r)
+	}
+	frame(1, cassette.DirIn, `{"version":2,"is_reattach":false,"session_id":null,"session_token":null}`)
+	frame(1, cassette.DirOut, `{"accepted":true,"session_id":"one","session_token":"[REDACTED]","error":null}`)
+	frame(2, cassette.DirIn, `{"version":2,"is_reattach":true,"session_id":"one","session_token":"[REDACTED]"}`)
+	frame(2, cassette.DirOut, `{"accepted":true,"session_id":"one","session_token":null,"error":null}`)
+	frame(2, cassette.DirOut, `{"type":"status_update","status":"idle"}`)
+	cas := filepath.Join(dir, "sock.cassette")
+	if err := replaytest.WriteFile(cas, b.End(), true); err != nil {
+		t.Fatal(err)
+	}
+	rp := rpctapPath(t)
+	r := run(t, dir, "", rp, "replay", cas)
+	if r.code != ExitInput || !strings.Contains(r.stderr, "records 2 connections (1, 2); choose one with --conn") {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	// Connection 2 is a reattach: the live token (a secret the recording
+	// redacted) matches the placeholder.
+	r = run(t, dir, `{"version":2,"is_reattach":true,"session_id":"one","session_token":"live-secret"}`+"\n", rp, "replay", "--conn", "2", "--speed", "0", "--strict", cas)
+	if r.code != 0 || r.stdout != `{"accepted":true,"session_id":"one","session_token":null,"error":null}`+"\n"+`{"type":"status_update","status":"idle"}`+"\n" {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
 }
