@@ -90,8 +90,11 @@ type App struct {
 
 	trMu     sync.Mutex
 	tr       *Transcript
+	trFrom   int // the window of records folded: [trFrom, trEnd), trEnd -1 = to the tail
 	trNext   int
-	trActive atomic.Bool
+	trEnd    int
+	trGen    int
+	trActive atomic.Bool // the window reaches the tail: new records extend it
 }
 
 // New builds the App over store. It does not start anything.
@@ -320,25 +323,70 @@ func (a *App) kickFill(v *View) {
 	})
 }
 
-// kickTranscript folds new records into the transcript in the background.
-func (a *App) kickTranscript() {
-	a.trActive.Store(true)
-	a.spawn(func() {
-		a.trMu.Lock()
-		if a.tr == nil {
-			a.tr = &Transcript{}
+// transcriptWindow is how many records on each side of the selection the
+// transcript of a large cassette folds (its text is kept in memory).
+const transcriptWindow = 20000
+
+// openTranscript starts folding the window of records around the
+// selection (the whole cassette when it is small), unless that window is
+// already folded.
+func (a *App) openTranscript() {
+	n := a.store.Len()
+	from, end := 0, -1
+	if n > 2*transcriptWindow {
+		sel := max(a.selectedPos(), 0)
+		from = max(0, min(sel-transcriptWindow, n-2*transcriptWindow))
+		if from+2*transcriptWindow < n {
+			end = from + 2*transcriptWindow
 		}
-		for a.trNext < a.store.Len() && !a.Done() {
-			recs, err := a.store.Records(a.trNext, scanBatch)
+	}
+	a.trMu.Lock()
+	same := a.tr != nil && a.trFrom == from && a.trEnd == end
+	if !same {
+		a.tr, a.trFrom, a.trNext, a.trEnd = &Transcript{}, from, from, end
+		a.trGen++
+	}
+	a.trMu.Unlock()
+	a.trActive.Store(end < 0)
+	if same {
+		a.showTranscript()
+		return
+	}
+	a.text.SetText("folding the transcript…")
+	a.kickTranscript()
+}
+
+// kickTranscript folds the window's new records in the background.
+func (a *App) kickTranscript() {
+	a.trMu.Lock()
+	gen := a.trGen
+	a.trMu.Unlock()
+	a.spawn(func() {
+		for !a.Done() {
+			a.trMu.Lock()
+			if gen != a.trGen {
+				a.trMu.Unlock()
+				return
+			}
+			limit := a.store.Len()
+			if a.trEnd >= 0 {
+				limit = a.trEnd
+			}
+			if a.trNext >= limit {
+				a.trMu.Unlock()
+				break
+			}
+			recs, err := a.store.Records(a.trNext, min(scanBatch, limit-a.trNext))
 			if err != nil || len(recs) == 0 {
+				a.trMu.Unlock()
 				break
 			}
 			for i := range recs {
 				a.tr.Add(&recs[i])
 			}
 			a.trNext += len(recs)
+			a.trMu.Unlock()
 		}
-		a.trMu.Unlock()
 		a.post(func() {
 			if a.mode == modeTranscript {
 				a.showTranscript()
@@ -466,12 +514,7 @@ func (a *App) setMode(m mode) {
 		a.main.SwitchToPage("text")
 		a.text.SetTitle(" transcript (t or Esc: back to the list) ")
 		a.tv.SetFocus(a.text)
-		if !a.trActive.Load() {
-			a.text.SetText("folding the transcript…")
-			a.kickTranscript()
-		} else {
-			a.showTranscript()
-		}
+		a.openTranscript()
 	case modeStats:
 		a.main.SwitchToPage("text")
 		a.text.SetTitle(" statistics (s or Esc: back to the list) ")
@@ -483,6 +526,13 @@ func (a *App) setMode(m mode) {
 func (a *App) showTranscript() {
 	a.trMu.Lock()
 	s := RenderTranscript(a.tr, true)
+	if n := a.store.Len(); a.trFrom > 0 || a.trEnd >= 0 && a.trEnd < n {
+		end := n
+		if a.trEnd >= 0 {
+			end = a.trEnd
+		}
+		s = fmt.Sprintf("[olive]records #%d to #%d, around the selection: a large cassette is folded a window at a time (move in the list and press t again)[-]\n\n", a.trFrom, end-1) + s
+	}
 	a.trMu.Unlock()
 	a.text.SetText(s)
 }

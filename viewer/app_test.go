@@ -280,3 +280,38 @@ func TestHelpScreen(t *testing.T) {
 		t.Error("Esc did not close help")
 	}
 }
+
+func TestTranscriptWindowOnLargeCassette(t *testing.T) {
+	b := newRB("acp")
+	for turn := 1; turn <= 30; turn++ {
+		b.at(ms).in(sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"prompt %d"}]}}`, turn, turn))
+		for range 2000 {
+			b.at(ms).out(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"}}}}`)
+		}
+		b.at(ms).out(sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"stopReason":"end_turn"}}`, turn))
+	}
+	h := newHarness(t, NewMemSource(b.recs...), Options{})
+	h.keys(`/"prompt 25"<enter>t`)
+	h.app.trMu.Lock()
+	turns := len(h.app.tr.Turns)
+	from := h.app.trFrom
+	h.app.trMu.Unlock()
+	if from == 0 || turns > 25 {
+		t.Errorf("transcript folded from #%d with %d turns; want a window around the selection", from, turns)
+	}
+	scr := h.screen()
+	if !strings.Contains(scr, "around the selection") {
+		t.Errorf("the window is not explained:\n%s", scr)
+	}
+	var found bool
+	h.app.trMu.Lock()
+	for _, tn := range h.app.tr.Turns {
+		if len(tn.Entries) > 0 && tn.Entries[0].Text == "prompt 25" {
+			found = tn.FirstChunk == ms && len(tn.Entries) == 3 && len(tn.Entries[1].Text) == 2000
+		}
+	}
+	h.app.trMu.Unlock()
+	if !found {
+		t.Error("turn 25 (the selection's) is not folded whole in the window")
+	}
+}

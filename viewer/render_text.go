@@ -25,7 +25,7 @@ func RenderTranscript(tr *Transcript, color bool) string {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
-		head := "── before the first prompt"
+		head := "── before the first prompt (or the turn began earlier)"
 		if t.N > 0 {
 			head = fmt.Sprintf("── turn %d · %s · #%d at %s", t.N, t.Method, t.Rec, FormatClock(t.T))
 			if t.FirstChunk >= 0 {
