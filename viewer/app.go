@@ -316,8 +316,8 @@ func (a *App) kickFill(v *View) {
 					}
 				})
 			}
-			if done {
-				return
+			if done || v.Filter().ViolationsOnly {
+				return // a violations-only view is refilled as the analysis goes on
 			}
 		}
 	})
@@ -457,7 +457,7 @@ func (a *App) setView(v *View, pos int) {
 	a.content.invalidate()
 	if !v.All() {
 		if v.Filter().ViolationsOnly {
-			a.store.Fill(v, 1<<20) // violations are few: build it now
+			a.store.Fill(v, 0) // from what the analysis found so far; it refills as it goes on
 		} else {
 			a.store.Fill(v, 4096) // the first screenful now, the rest in the background
 			a.kickFill(v)

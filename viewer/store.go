@@ -16,9 +16,10 @@ import (
 // Memory: the Source's cache of decoded batches, a few pages of rows, and
 // the Analysis (see there); never the whole cassette.
 type Store struct {
-	srcMu sync.Mutex // serialises calls into a Source that is not ConcurrentSafe
-	src   Source
-	safe  bool
+	scanMu sync.Mutex // one Scan at a time
+	srcMu  sync.Mutex // serialises calls into a Source that is not ConcurrentSafe
+	src    Source
+	safe   bool
 
 	mu       sync.Mutex
 	n        int // records visible (a snapshot of src.Len)
@@ -245,6 +246,8 @@ func (s *Store) annotate(row *Row) {
 // Scan advances the analysis by up to max records and reports whether it
 // has caught up with the records visible.
 func (s *Store) Scan(max int) bool {
+	s.scanMu.Lock() // one scan at a time: each record is added once
+	defer s.scanMu.Unlock()
 	s.mu.Lock()
 	from := int(s.an.Next())
 	n := s.n

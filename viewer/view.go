@@ -70,17 +70,15 @@ func (v *View) Progress() int {
 	return v.scanned
 }
 
-// Fill examines up to max more records for a filtered view and reports
-// whether it has caught up with the store. A violations-only view is
-// rebuilt from the analysis (violations are few), after the analysis has
-// caught up.
+// Fill examines up to budget more records for a filtered view and
+// reports whether it has caught up with the store. A violations-only view
+// is rebuilt from what the analysis has found so far (violations are few);
+// it is done once the analysis has caught up.
 func (s *Store) Fill(v *View, budget int) bool {
 	if v.All() {
 		return true
 	}
 	if v.filter.ViolationsOnly {
-		for !s.Scan(budget) {
-		}
 		s.mu.Lock()
 		var cand []int
 		for _, ref := range s.an.ViolationRefs() {
@@ -89,6 +87,8 @@ func (s *Store) Fill(v *View, budget int) bool {
 				cand = append(cand, int(n))
 			}
 		}
+		caught := int(s.an.Next()) >= s.n
+		scanned := int(s.an.Next())
 		s.mu.Unlock()
 		slices.Sort(cand)
 		cand = slices.Compact(cand)
@@ -99,9 +99,9 @@ func (s *Store) Fill(v *View, budget int) bool {
 			}
 		}
 		v.mu.Lock()
-		v.pos, v.scanned = pos, s.Scanned()
+		v.pos, v.scanned = pos, scanned
 		v.mu.Unlock()
-		return true
+		return caught
 	}
 	v.mu.Lock()
 	from := v.scanned
