@@ -123,14 +123,30 @@ func ttyForeground(tty *os.File) bool {
 // with a plain pipe, instead of when rpctap exits. Fd 2 stays: rpctap's own
 // warnings go there.
 func DetachStdio() (stdin, stdout *os.File, err error) {
-	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	raw, err := unix.Open(os.DevNull, unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, nil, err
 	}
+	// If a standard descriptor was closed, raw took its number: leave it
+	// there (pointing at /dev/null) and work with a copy above 2.
+	nfd, err := unix.FcntlInt(uintptr(raw), unix.F_DUPFD_CLOEXEC, 3)
+	if raw > 2 {
+		unix.Close(raw)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	null := os.NewFile(uintptr(nfd), os.DevNull)
 	defer null.Close()
 	var files [2]*os.File
 	for fd := 0; fd < 2; fd++ {
 		nfd, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+		if err == unix.EBADF {
+			// Started with fd 0 or 1 closed: the child gets /dev/null
+			// there, as it would have inherited a closed descriptor's
+			// nearest equivalent.
+			nfd, err = unix.FcntlInt(null.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+		}
 		if err != nil {
 			return nil, nil, err
 		}

@@ -1,0 +1,300 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/recorder"
+	"github.com/rpctap/rpctap/tap"
+)
+
+// recordOptions are the flags of `rpctap record`.
+type recordOptions struct {
+	Output   string
+	Dir      string
+	Protocol string
+	Schema   string
+	Redact   []string
+	NoRedact bool
+	Lossy    bool
+	Grace    time.Duration
+	Quiet    bool
+	Listen   string
+	Upstream string
+}
+
+func init() {
+	register(&command{
+		Name:    "record",
+		Summary: "run an agent as the child and record both pipes",
+		Usage:   "record [flags] -- CMD [ARGS...]\n  rpctap record [flags] --listen PATH --upstream PATH",
+		Long: `record stands in for CMD: the parent (an editor, a bridge, an MCP client)
+talks to rpctap exactly as it would to CMD, and rpctap forwards every byte
+unchanged in both directions while a separate recorder process writes the
+cassette. stdin, stdout and stderr are passed through untouched (invalid
+JSON, CRLF, 16 MiB lines, binary junk), stdin EOF is passed on, and the
+signals INT TERM HUP QUIT USR1 USR2 are relayed to CMD.
+
+rpctap exits with CMD's exit status, or dies of the signal that killed CMD.
+If rpctap itself is killed (even with SIGKILL), CMD gets SIGTERM, and the
+recorder process still writes everything forwarded so far.
+
+After CMD exits, rpctap waits at most --grace for its stdout and stderr to
+drain (a grandchild that inherited them cannot hold rpctap longer).
+
+Where the cassette goes: -o FILE (must not exist); else a new file in --dir
+DIR; else in $RPCTAP_DIR; else in $XDG_STATE_HOME/rpctap/cassettes or
+~/.local/state/rpctap/cassettes. Names sort by time and are unique:
+UTC time, command base name and rpctap's pid, e.g.
+20261121T083455.123Z-my-agent-4242.cassette. When stderr is a terminal,
+rpctap says where it records (-q keeps quiet).
+
+A recording problem (unwritable directory, disk full) never stops the
+session: rpctap prints one warning line on stderr, goes on forwarding, and
+still exits with CMD's status.
+
+Secrets (token, secret, password, api_key, apiKey, authorization,
+session_token, environment values) are redacted in the cassette by default;
+the live session is never altered.
+
+Socket mode (--listen/--upstream): rpctap listens on a Unix socket and, for
+each connection, dials the real socket and records both directions ("in" is
+client to upstream, "out" upstream to client) as connection 1, 2, ... It
+runs until SIGINT or SIGTERM, then removes its socket file and exits 0.
+
+Exit status: CMD's (see 'rpctap help exit-codes'); 2 for bad flags or a
+missing command, 126 if CMD cannot be executed, 127 if it is not found.`,
+		Example: `  rpctap record -- my-agent --acp
+  rpctap record -o session.cassette -- npx -y @modelcontextprotocol/server-everything
+  RPCTAP_DIR=/tmp/tapes rpctap record --protocol acp -- my-agent
+
+  # An editor's agent config (Zed's agent_servers): only the command changes
+  "My Agent": { "command": "rpctap", "args": ["record", "--", "my-agent", "--acp"],
+                "env": { "RPCTAP_DIR": "/tmp/agent-tapes" } }
+
+  # An MCP client's server command (Claude Desktop, VS Code, ...)
+  "everything": { "command": "rpctap",
+                  "args": ["record", "--", "npx", "-y", "@modelcontextprotocol/server-everything"] }
+
+  # A Unix-socket protocol: point the client at /tmp/s.sock
+  rpctap record --listen /tmp/s.sock --upstream /run/agent.sock`,
+		Flags: func(fs *pflag.FlagSet) func(args []string, stdio Stdio) error {
+			var o recordOptions
+			fs.StringVarP(&o.Output, "output", "o", "", "write the cassette to `FILE` (must not exist)")
+			fs.StringVar(&o.Dir, "dir", "", "write a new uniquely named cassette in `DIR` (default $RPCTAP_DIR, else $XDG_STATE_HOME/rpctap/cassettes)")
+			fs.StringVar(&o.Protocol, "protocol", "", "force the protocol `NAME` instead of detecting it (acp, mcp, synaps, brainwires, opi, lsp, ...)")
+			fs.StringVar(&o.Schema, "schema", "", "validate frames against the JSON Schema in `FILE` (a protocol of your own)")
+			fs.StringArrayVar(&o.Redact, "redact", nil, "also redact the values of JSON key `KEY` (repeatable)")
+			fs.BoolVar(&o.NoRedact, "no-redact", false, "record secrets as they are")
+			fs.BoolVar(&o.Lossy, "lossy", false, "never slow the session down for the recorder: drop what it cannot take and record a gap")
+			fs.DurationVar(&o.Grace, "grace", tap.DefaultGrace, "after CMD exits, wait at most `DURATION` for its output to drain")
+			fs.BoolVarP(&o.Quiet, "quiet", "q", false, "do not say where the cassette goes (only said when stderr is a terminal)")
+			fs.StringVar(&o.Listen, "listen", "", "socket mode: listen on the Unix socket `PATH`")
+			fs.StringVar(&o.Upstream, "upstream", "", "socket mode: forward each connection to the Unix socket `PATH`")
+			return func(args []string, stdio Stdio) error { return runRecord(&o, args, stdio) }
+		},
+	})
+}
+
+func runRecord(o *recordOptions, args []string, stdio Stdio) error {
+	if o.Output != "" && o.Dir != "" {
+		return Usagef("record: -o and --dir exclude each other")
+	}
+	if o.NoRedact && len(o.Redact) > 0 {
+		return Usagef("record: --no-redact and --redact exclude each other")
+	}
+	if o.Grace <= 0 {
+		return Usagef("record: --grace must be positive")
+	}
+	if o.Listen != "" || o.Upstream != "" {
+		if o.Listen == "" || o.Upstream == "" {
+			return Usagef("record: socket mode needs both --listen and --upstream")
+		}
+		if len(args) > 0 {
+			return Usagef("record: socket mode takes no command")
+		}
+		return recordSocket(o, stdio)
+	}
+	if len(args) == 0 {
+		return Usagef("record: missing command: rpctap record [flags] -- CMD [ARGS...]")
+	}
+	if _, err := tap.LookPath(args[0]); err != nil {
+		return startFailure(err)
+	}
+
+	start := time.Now()
+	cwd, _ := os.Getwd()
+	h := cassette.Header{Rpctap: Version, Created: start.UTC().Format(time.RFC3339Nano),
+		Mode: "stdio", Argv: args, Cwd: cwd}
+	obs := startRecorder(o, h, filepath.Base(args[0]), start, stdio)
+
+	c := tap.Command(args[0], args[1:]...)
+	c.Grace = o.Grace
+	c.Stderr = os.Stderr
+	if stdio.In == os.Stdin && stdio.Out == os.Stdout {
+		// The tap must hold the only references to the parent's pipes,
+		// so that EOFs pass on as through a plain pipe.
+		if in, out, err := tap.DetachStdio(); err == nil {
+			c.Stdin, c.Stdout = in, out
+			defer in.Close()
+			defer out.Close()
+		}
+	}
+	if obs != nil {
+		c.Observer = obs
+	}
+	if err := c.Run(); err != nil {
+		var se *tap.StartError
+		if errors.As(err, &se) {
+			return startFailure(err)
+		}
+		return err
+	}
+	code, sig := tap.Status(c.ProcessState)
+	if sig != 0 {
+		tap.Reraise(sig)
+	}
+	if code != 0 {
+		return Exit(code)
+	}
+	return nil
+}
+
+// startFailure maps a child that cannot be started to the shell's codes.
+func startFailure(err error) error {
+	var se *tap.StartError
+	if errors.As(err, &se) {
+		switch {
+		case se.NotFound():
+			return &ExitError{Code: ExitNotFound, Err: se}
+		case se.NotExecutable():
+			return &ExitError{Code: ExitNoExec, Err: se}
+		}
+		return &ExitError{Code: ExitNoExec, Err: se}
+	}
+	return err
+}
+
+// startRecorder starts the crash-safe recorder process. A failure is one
+// warning line and a nil observer: the session runs unrecorded.
+func startRecorder(o *recordOptions, h cassette.Header, base string, start time.Time, stdio Stdio) tap.Observer {
+	warn := func(msg string) { fmt.Fprintf(stdio.Err, "rpctap: warning: %s\n", msg) }
+	path, err := cassettePath(o, base, start)
+	if err != nil {
+		warn(fmt.Sprintf("not recording: %v", err))
+		return nil
+	}
+	if !o.Quiet {
+		if f, ok := stdio.Err.(*os.File); ok && isTerminal(f) {
+			fmt.Fprintf(stdio.Err, "rpctap: recording to %s\n", path)
+		}
+	}
+	obs, err := recorder.StartSink(context.Background(), recorder.SinkConfig{
+		Path:       path,
+		Header:     h,
+		Protocol:   o.Protocol,
+		SchemaFile: o.Schema,
+		Redact:     recorder.RedactOptions{Off: o.NoRedact, Keys: o.Redact},
+		Lossy:      o.Lossy,
+		Warn:       warn,
+		Command:    []string{selfPath(), "__sink"},
+	})
+	if err != nil {
+		warn(fmt.Sprintf("not recording: %v", err))
+		return nil
+	}
+	return obs
+}
+
+// cassettePath picks the cassette's file: -o, else a new name in --dir,
+// $RPCTAP_DIR or the state directory (created 0700 if missing).
+func cassettePath(o *recordOptions, base string, start time.Time) (string, error) {
+	if o.Output != "" {
+		return o.Output, nil
+	}
+	dir := o.Dir
+	if dir == "" {
+		dir = os.Getenv("RPCTAP_DIR")
+	}
+	if dir == "" {
+		state := os.Getenv("XDG_STATE_HOME")
+		if state == "" {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return "", fmt.Errorf("no cassette directory: set RPCTAP_DIR or use -o (%v)", err)
+			}
+			state = filepath.Join(home, ".local", "state")
+		}
+		dir = filepath.Join(state, "rpctap", "cassettes")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, cassetteName(base, start, os.Getpid())), nil
+}
+
+// cassetteName is unique per rpctap process and sorts by start time:
+// 20261121T083455.123Z-agent-4242.cassette.
+func cassetteName(base string, start time.Time, pid int) string {
+	clean := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return '_'
+	}, base)
+	clean = strings.TrimLeft(clean, ".")
+	if clean == "" {
+		clean = "cmd"
+	}
+	return fmt.Sprintf("%s-%s-%d.cassette", start.UTC().Format("20060102T150405.000Z"), clean, pid)
+}
+
+// selfPath is how to run this rpctap again (for the recorder process):
+// os.Executable, unless rpctap runs under another name (a multi-call
+// binary, or testscript's re-executed test binary), which is then found
+// as it was called.
+func selfPath() string {
+	exe, err := os.Executable()
+	if err != nil {
+		exe = "/proc/self/exe"
+	}
+	if filepath.Base(os.Args[0]) == filepath.Base(exe) {
+		return exe
+	}
+	if p, err := exec.LookPath(os.Args[0]); err == nil {
+		if abs, err := filepath.Abs(p); err == nil {
+			return abs
+		}
+	}
+	return exe
+}
+
+// recordSocket runs socket mode until SIGINT or SIGTERM.
+func recordSocket(o *recordOptions, stdio Stdio) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	cwd, _ := os.Getwd()
+	h := cassette.Header{Rpctap: Version, Created: start.UTC().Format(time.RFC3339Nano),
+		Mode: "socket", Listen: o.Listen, Upstream: o.Upstream, Cwd: cwd}
+	p := &tap.Proxy{Listen: o.Listen, Upstream: o.Upstream, Grace: o.Grace, Warn: stdio.Err}
+	if err := p.Bind(); err != nil {
+		return err
+	}
+	if obs := startRecorder(o, h, filepath.Base(o.Upstream), start, stdio); obs != nil {
+		p.Observer = obs
+	}
+	return p.Serve(ctx)
+}
