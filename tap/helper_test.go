@@ -118,6 +118,7 @@ func helperMain(role string, args []string) int {
 		}
 	case "tap": // rpctap record in miniature: the tap with a collecting observer
 		obs := newCollector()
+		obs.discard = os.Getenv("DISCARD") == "1"
 		c := Command(args[0], args[1:]...)
 		c.Observer = obs
 		if g := os.Getenv("GRACE"); g != "" {
@@ -141,8 +142,9 @@ func helperMain(role string, args []string) int {
 type collector struct {
 	mu      sync.Mutex
 	data    [3]bytes.Buffer
-	lastSeq [3]uint64
-	lastT   int64
+	counts  [3]int64
+	discard bool // count bytes only
+	lastSeq map[[2]int]uint64 // per connection and stream
 	seqs    map[uint64]bool
 	events  []Event
 	closes  int
@@ -150,7 +152,9 @@ type collector struct {
 	observe func(c Chunk) // optional hook, called first
 }
 
-func newCollector() *collector { return &collector{seqs: map[uint64]bool{}} }
+func newCollector() *collector {
+	return &collector{seqs: map[uint64]bool{}, lastSeq: map[[2]int]uint64{}}
+}
 
 func (o *collector) Observe(c Chunk) {
 	if o.observe != nil {
@@ -161,8 +165,9 @@ func (o *collector) Observe(c Chunk) {
 	if o.closes > 0 {
 		o.errs = append(o.errs, "Observe after Close")
 	}
-	if c.Seq <= o.lastSeq[c.Stream] {
-		o.errs = append(o.errs, fmt.Sprintf("%v: seq %d after %d", c.Stream, c.Seq, o.lastSeq[c.Stream]))
+	key := [2]int{c.Conn, int(c.Stream)}
+	if c.Seq <= o.lastSeq[key] {
+		o.errs = append(o.errs, fmt.Sprintf("%d/%v: seq %d after %d", c.Conn, c.Stream, c.Seq, o.lastSeq[key]))
 	}
 	if o.seqs[c.Seq] {
 		o.errs = append(o.errs, fmt.Sprintf("seq %d twice", c.Seq))
@@ -171,8 +176,11 @@ func (o *collector) Observe(c Chunk) {
 		o.errs = append(o.errs, fmt.Sprintf("chunk of %d bytes", len(c.Data)))
 	}
 	o.seqs[c.Seq] = true
-	o.lastSeq[c.Stream] = c.Seq
-	o.data[c.Stream].Write(c.Data)
+	o.lastSeq[key] = c.Seq
+	o.counts[c.Stream] += int64(len(c.Data))
+	if !o.discard {
+		o.data[c.Stream].Write(c.Data)
+	}
 }
 
 func (o *collector) Event(e Event) {
