@@ -368,8 +368,11 @@ var errNoN = errors.New(`record has no "n"`)
 // other records (argv, cwd, protocol, redacted) empty.
 func (r *Record) UnmarshalJSON(b []byte) error {
 	var w wire
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
+	if !fastDecode(b, &w) {
+		w = wire{}
+		if err := json.Unmarshal(b, &w); err != nil {
+			return err
+		}
 	}
 	if w.N == nil {
 		return errNoN
