@@ -124,7 +124,7 @@ func (x *Index) build(size int64) error {
 		x.stable, x.lastIdx, x.scanAt = len(entries), last.Self, last.Self+indexFrameSize
 	}
 	x.walk()
-	if x.Len() == 0 {
+	if x.count() == 0 {
 		if x.tailErr != nil {
 			return x.tailErr
 		}
@@ -335,6 +335,12 @@ func (x *Index) Header() Header {
 
 // Len is the number of complete records, the header included.
 func (x *Index) Len() uint64 {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.count()
+}
+
+func (x *Index) count() uint64 {
 	if len(x.frames) == 0 {
 		return 0
 	}
@@ -342,12 +348,8 @@ func (x *Index) Len() uint64 {
 	return f.First + f.Count
 }
 
-// Count is Len, safe for concurrent use (Len is used internally under the lock).
-func (x *Index) Count() uint64 {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.Len()
-}
+// Count is Len.
+func (x *Index) Count() uint64 { return x.Len() }
 
 // Frames returns a copy of the frame table.
 func (x *Index) Frames() []FrameInfo {
@@ -413,10 +415,10 @@ func (x *Index) RefreshSize(size int64) (bool, error) {
 	if size <= x.size {
 		return false, nil
 	}
-	before := x.Len()
+	before := x.count()
 	x.size = size
 	x.walk()
-	return x.Len() > before, nil
+	return x.count() > before, nil
 }
 
 // Record returns record n.
@@ -468,7 +470,7 @@ func (x *Index) FindTime(t int64) uint64 {
 	defer x.mu.Unlock()
 	i := sort.Search(len(x.frames), func(i int) bool { return x.frames[i].LastT >= t })
 	if i == len(x.frames) {
-		return x.Len()
+		return x.count()
 	}
 	f := x.frames[i]
 	if f.FirstT >= t {

@@ -350,3 +350,78 @@ func TestIndexBadChain(t *testing.T) {
 		t.Errorf("missing: %v", err)
 	}
 }
+
+// TestIndexConcurrent: a viewer reads while a follower refreshes and the
+// recorder writes (run with -race).
+func TestIndexConcurrent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "live.cassette")
+	w, err := Create(path, Header{}, &Options{FrameSize: 8 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := OpenIndex(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	done := make(chan struct{})
+	errs := make(chan error, 2)
+	go func() { // follower
+		for {
+			select {
+			case <-done:
+				errs <- nil
+				return
+			default:
+			}
+			if _, err := x.Refresh(); err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	go func() { // viewer
+		for {
+			select {
+			case <-done:
+				errs <- nil
+				return
+			default:
+			}
+			n := x.Len()
+			recs, err := x.Records(n-min(n, 20), 20)
+			if err != nil {
+				errs <- err
+				return
+			}
+			for i, r := range recs {
+				if r.N != n-min(n, 20)+uint64(i) {
+					errs <- errors.New("record out of place")
+					return
+				}
+			}
+			x.FindTime(int64(n) * 1000)
+		}
+	}()
+	g := newAgentMix(11)
+	for i := 0; i < 3000; i++ {
+		r := g.record()
+		w.Append(&r)
+		if i%5 == 4 {
+			if err := w.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	w.Close()
+	close(done)
+	for i := 0; i < 2; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	x.Refresh()
+	if x.Len() != 3002 || !x.Ended() {
+		t.Errorf("final: %d records, ended %v", x.Len(), x.Ended())
+	}
+}
