@@ -84,9 +84,9 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.Quick, "quick", false, "small sizes and 3 repetitions: a smoke run of a few seconds")
 	fs.IntVar(&c.Reps, "reps", 0, "repetitions per set-up (default 5, or 3 with --quick)")
 	wl := fs.String("workload", strings.Join(allWorkloads, ","), "comma-separated workloads: "+strings.Join(allWorkloads, ", "))
-	su := fs.String("setups", "direct,cat,record,record-noredact,fwd,replay", "comma-separated set-ups (rpctap ones are skipped when the binary lacks the command)")
+	su := fs.String("setups", "direct,cat,record,record-noredact,record-devnull,fwd,replay", "comma-separated set-ups (rpctap ones are skipped when the binary lacks the command)")
 	fs.StringVar(&c.Rpctap, "rpctap", "", "rpctap binary to measure (default: go build ./cmd/rpctap from this module)")
-	fs.StringVar(&c.FwdArgs, "fwd-args", "record -o /dev/null -- {child}", "rpctap arguments of the forwarding-only set-up")
+	fs.StringVar(&c.FwdArgs, "fwd-args", "record -o {exists} -- {child}", "rpctap arguments of the forwarding-only set-up ({exists}: a file that exists, so record cannot create its cassette and forwards only)")
 	fs.StringVar(&c.Doc, "doc", "", "also write the results into this markdown file between the bench markers")
 	fs.BoolVar(&c.Keep, "keep", false, "keep the temporary directory (cassettes, stderr)")
 	fs.StringVar(&c.SaveCap, "save-capture", "", "save the bytes of the mix and mixstream warm-up sessions (both directions, in order) as DIR/WORKLOAD.ndjson, for profiling")
@@ -230,9 +230,13 @@ func knownSetup(name, fwdArgs string) (setup, bool) {
 		return setup{Name: name, Kind: "rpctap", Args: []string{"record", "-o", "{cassette}", "--", "{child}"}}, true
 	case "record-noredact":
 		return setup{Name: name, Kind: "rpctap", Args: []string{"record", "--no-redact", "-o", "{cassette}", "--", "{child}"}}, true
+	case "record-devnull":
+		return setup{Name: name, Kind: "rpctap", Args: []string{"record", "-o", "/dev/null", "--", "{child}"},
+			Note: "`rpctap record -o /dev/null`: all the recording work (split, classify, validate, compress) without the disk"}, true
 	case "fwd":
 		return setup{Name: name, Kind: "rpctap", Args: strings.Fields(fwdArgs),
-			Note: "forwarding only: `rpctap " + fwdArgs + "`"}, true
+			Note: "forwarding only: `rpctap " + fwdArgs + "`; rpctap has no switch for a discarding sink, so the cassette path " +
+				"is a file that already exists: record cannot create it, warns once and forwards only (the degraded mode of invariant 4)"}, true
 	case "replay":
 		return setup{Name: name, Kind: "rpctap", Args: []string{"replay", "--speed", "0", "{replay}"},
 			Note: "the parent talks to `rpctap replay --speed 0` of a cassette recorded earlier in this run"}, true

@@ -81,6 +81,9 @@ func (rp *report) markdown() string {
 	for _, n := range rp.notes {
 		p("- Note: %s\n", n)
 	}
+	for _, w := range rp.warnings {
+		p("- rpctap's stderr: %s\n", w)
+	}
 	for _, e := range rp.errs {
 		p("- **Failed**: %s\n", e)
 	}

@@ -40,6 +40,7 @@ type report struct {
 	rss       []rssRow
 	stall     []meas
 	errs      []string
+	warnings  []string // what rpctap printed on stderr
 	calib     []string // zstd ratios of the generated text and of real files, for comparison
 	machine   []string
 	started   time.Time
@@ -57,6 +58,7 @@ type runner struct {
 	pool   []byte
 	poolF  string
 	rep    *report
+	seen   map[string]int
 }
 
 func run(cfg config, log io.Writer) (*report, error) {
@@ -220,7 +222,11 @@ func (r *runner) workload(w string) {
 			if s.isReplay() && replaySrc == "" {
 				continue
 			}
-			m, err := r.session(s, w, p, rep, 0, nil, replaySrc)
+			src := ""
+			if s.isReplay() {
+				src = replaySrc
+			}
+			m, err := r.session(s, w, p, rep, 0, nil, src)
 			if err != nil {
 				r.fail(w, fmt.Sprintf("%s rep %d", s.Name, rep+1), err)
 				continue
@@ -271,6 +277,25 @@ func (r *runner) stallWorkload() {
 		fmt.Fprintf(r.log, "wire: stall %s: RSS after %v stalled: main %.1f MiB sink %.1f MiB; peak %.1f/%.1f MiB\n",
 			name, r.cfg.Stall, mib(m.Res.StallMainRSS), mib(m.Res.StallSinkRSS), mib(m.MainHWM), mib(m.SinkHWM))
 		r.rep.stall = append(r.rep.stall, m)
+	}
+}
+
+// noteStderr keeps what rpctap said on stderr (warnings: a degraded
+// recording makes its figures meaningless), once per distinct line.
+func (r *runner) noteStderr(w, setup, stderr string) {
+	for _, line := range strings.Split(stderr, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || !strings.HasPrefix(line, "rpctap") || strings.Contains(line, "exists.cassette") {
+			continue // the fwd set-up's warning is expected
+		}
+		key := setup + ": " + line
+		if r.seen == nil {
+			r.seen = map[string]int{}
+		}
+		if r.seen[key]++; r.seen[key] == 1 {
+			r.rep.warnings = append(r.rep.warnings, fmt.Sprintf("%s/%s said: %s", w, setup, line))
+			fmt.Fprintf(r.log, "wire: %s/%s said: %s\n", w, setup, line)
+		}
 	}
 }
 
@@ -343,6 +368,11 @@ func (r *runner) session(s setup, w string, p params, rep int, stall time.Durati
 	}
 	m.Res, m.CPUNs = res, cpu
 	m.MainHWM, m.SinkHWM, _, _ = l.mem()
+	r.noteStderr(w, s.Name, l.stderr())
+	if os.Getenv("WIREBENCH_DEBUG") != "" {
+		fmt.Fprintf(r.log, "debug %s/%s: hwm %v exe %v cpu %v child %v raw %d\n", w, s.Name, l.hwm, l.exe,
+			time.Duration(cpu), time.Duration(res.Child.CPUNs), res.Raw)
+	}
 	if cassette != "" && s.writesCassette() {
 		if st, err := os.Stat(cassette); err == nil {
 			m.Cassette = st.Size()

@@ -126,6 +126,14 @@ func start(s setup, childArgv []string, rpctap, cassette, replay, tmp string) (*
 				argv = append(argv, cassette)
 			case "{replay}":
 				argv = append(argv, replay)
+			case "{exists}":
+				// A cassette path that already exists: record degrades to
+				// forwarding only (invariant 4) and says so once.
+				path := filepath.Join(tmp, "exists.cassette")
+				if err := os.WriteFile(path, nil, 0o600); err != nil {
+					return nil, err
+				}
+				argv = append(argv, path)
 			case "{child}":
 				argv = append(argv, childArgv...)
 			default:
