@@ -21,7 +21,10 @@ type meas struct {
 	Cassette int64 // bytes; -1 when the set-up writes none
 }
 
-type zstdRun struct{ StreamMBps, StreamRatio, FlushMBps, FlushRatio float64 }
+type zstdRun struct {
+	StreamMBps, StreamCPUMBps, StreamRatio float64
+	FlushMBps, FlushRatio                  float64
+}
 
 type rssRow struct {
 	Setup            string
@@ -207,7 +210,7 @@ func (r *runner) workload(w string) {
 		if len(capture) > 0 {
 			var z zstdRun
 			var err error
-			z.StreamMBps, z.StreamRatio, err = zstdMeasure(capture, 0)
+			z.StreamMBps, z.StreamCPUMBps, z.StreamRatio, err = zstdMeasureCPU(capture, 0)
 			if err == nil {
 				z.FlushMBps, z.FlushRatio, err = zstdMeasure(capture, 64<<10)
 			}

@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"sort"
+	"syscall"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -73,32 +75,54 @@ func (s spread) fmt(prec int) string {
 // writes a batch whenever it goes idle), else data goes through as one
 // stream. It returns MB/s and compressed/raw.
 func zstdMeasure(data []byte, flushEvery int) (mbps, ratio float64, err error) {
+	mbps, _, ratio, err = zstdMeasureCPU(data, flushEvery)
+	return
+}
+
+// zstdMeasureCPU is zstdMeasure that also returns MB per CPU second of the
+// compressing thread, which a loaded machine disturbs less than wall time.
+func zstdMeasureCPU(data []byte, flushEvery int) (mbps, cpuMBps, ratio float64, err error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cpu0 := threadCPU()
 	var cw countWriter
 	enc, err := zstd.NewWriter(&cw, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	t0 := time.Now()
 	if flushEvery <= 0 {
 		if _, err := enc.Write(data); err != nil {
-			return 0, 0, err
+			return 0, 0, 0, err
 		}
 	} else {
 		for off := 0; off < len(data); off += flushEvery {
 			end := min(off+flushEvery, len(data))
 			if _, err := enc.Write(data[off:end]); err != nil {
-				return 0, 0, err
+				return 0, 0, 0, err
 			}
 			if err := enc.Flush(); err != nil {
-				return 0, 0, err
+				return 0, 0, 0, err
 			}
 		}
 	}
 	if err := enc.Close(); err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	el := time.Since(t0)
-	return float64(len(data)) / el.Seconds() / 1e6, float64(cw.n) / float64(len(data)), nil
+	cpu := time.Duration(threadCPU() - cpu0)
+	mb := float64(len(data)) / 1e6
+	return mb / el.Seconds(), mb / cpu.Seconds(), float64(cw.n) / float64(len(data)), nil
+}
+
+// threadCPU returns the calling thread's CPU time in ns.
+func threadCPU() int64 {
+	var ru syscall.Rusage
+	const rusageThread = 1 // RUSAGE_THREAD
+	if syscall.Getrusage(rusageThread, &ru) != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
 type countWriter struct{ n int64 }
