@@ -483,3 +483,24 @@ func TestChildRedactedRecordingMatchesLiveSecret(t *testing.T) {
 		t.Fatalf("report:\n%s", rep.String())
 	}
 }
+
+func TestChildExitRecordedBeforeDrainedOutput(t *testing.T) {
+	// The tap reaped the child before it read the child's last output: the
+	// exit event sits before frames the child wrote while alive.
+	b := newBuilder("acp")
+	b.frame(cassette.DirIn, []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`))
+	b.event(cassette.EventStdinEOF, nil)
+	b.event(cassette.EventExit, intp(0))
+	b.frame(cassette.DirOut, []byte(`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}`))
+	b.stderr("bye")
+	p := startPeer(t, b.end(), WithSpeed(0))
+	p.send(`{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":1}}`)
+	p.c.Stdin.Close()
+	if r := p.recv(); jsonOf(r["id"]) != "7" {
+		t.Fatalf("%v", r)
+	}
+	res, err := p.c.Wait()
+	if b, _ := io.ReadAll(p.c.Stderr); string(b) != "bye\n" || err != nil || res.Exit.Code != 0 {
+		t.Fatalf("stderr %q, %v", b, err)
+	}
+}

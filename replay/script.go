@@ -178,6 +178,7 @@ func (r *Recording) prepare(conn int, connSet bool, protoOverride string) (*sess
 			}
 		}
 	}
+	s.exitLast()
 	for _, st := range s.steps {
 		if st.kind == stepFrame {
 			st.frame.Value, _ = decodeJSON(st.frame.Raw)
@@ -202,6 +203,24 @@ func (r *Recording) prepare(conn int, connSet bool, protoOverride string) (*sess
 	}
 	s.pairResponses()
 	return s, nil
+}
+
+// exitLast moves the exit event after everything else: a child writes
+// nothing after it exits, so output recorded after the exit event was
+// written before it and only read later (the tap drains the pipes after
+// reaping the child). Replaying the exit where it was recorded would cut
+// that output off.
+func (s *session) exitLast() {
+	for i, st := range s.steps {
+		if st.kind != stepExit || i == len(s.steps)-1 {
+			continue
+		}
+		last := s.steps[len(s.steps)-1].t
+		copy(s.steps[i:], s.steps[i+1:])
+		st.t = max(st.t, last)
+		s.steps[len(s.steps)-1] = st
+		return
+	}
 }
 
 // compatible: a sniffed protocol may be refined by --protocol within the
