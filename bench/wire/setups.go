@@ -191,6 +191,7 @@ func (l *launched) sample() {
 	for _, pid := range pids {
 		hwm, rss, ok := procMem(pid)
 		if !ok {
+			l.rss[pid] = 0 // gone (or a zombie): it holds no memory now
 			continue
 		}
 		if hwm > l.hwm[pid] {
