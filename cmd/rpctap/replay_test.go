@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/replay"
 	"github.com/rpctap/rpctap/replay/replaytest"
 )
 
@@ -163,12 +164,28 @@ func TestReplayRecordedSessions(t *testing.T) {
 		parent []string
 		child  []string
 		stdin  string
+		// what the cassette must hold: "out request session/request_permission",
+		// "in response session/request_permission" (an answer to the child)
+		holds []string
+		// what the parent must have printed
+		prints []string
 	}{
-		{"acp", []string{filepath.Join(bin, "acpclient")}, []string{filepath.Join(bin, "acpagent")}, "1\n"},
-		{"mcp-listfeatures", []string{filepath.Join(bin, "mcpclient")}, []string{filepath.Join(bin, "mcpserver")}, ""},
-		{"mcp-server-requests", []string{filepath.Join(bin, "testpeer"), "mcp-parent"}, []string{filepath.Join(bin, "mcpserver")}, ""},
-		{"synaps", []string{filepath.Join(bin, "testpeer"), "synaps-parent"}, []string{filepath.Join(bin, "testpeer"), "synaps-child"}, ""},
-		{"opi", []string{filepath.Join(bin, "testpeer"), "opi-parent"}, []string{filepath.Join(bin, "testpeer"), "opi-child"}, ""},
+		{"acp", []string{filepath.Join(bin, "acpclient")}, []string{filepath.Join(bin, "acpagent")}, "1\n",
+			[]string{"out request session/request_permission", "in response session/request_permission", "out notification session/update"},
+			[]string{"Permission requested: Modifying critical configuration file", "Agent completed"}},
+		{"mcp-listfeatures", []string{filepath.Join(bin, "mcpclient")}, []string{filepath.Join(bin, "mcpserver")}, "",
+			[]string{"in request tools/list", "out response tools/list"},
+			[]string{"tools:", "greet (structured)", "prompts:"}},
+		{"mcp-server-requests", []string{filepath.Join(bin, "testpeer"), "mcp-parent"}, []string{filepath.Join(bin, "mcpserver")}, "",
+			[]string{"out request roots/list", "in response roots/list", "out request sampling/createMessage",
+				"in response sampling/createMessage", "out request ping", "out notification notifications/message"},
+			[]string{"roots: error=false project:file:///project", "sampling request from the server", "sample: error=false sampled text", "log error: something happened!"}},
+		{"synaps", []string{filepath.Join(bin, "testpeer"), "synaps-parent"}, []string{filepath.Join(bin, "testpeer"), "synaps-child"}, "",
+			[]string{"out handshake ready", "in request prompt", "out event message_update", "out response prompt", "in notification shutdown"},
+			[]string{`"delta":"there "`, `"command":"get_state","id":"g1"`}},
+		{"opi", []string{filepath.Join(bin, "testpeer"), "opi-parent"}, []string{filepath.Join(bin, "testpeer"), "opi-child"}, "",
+			[]string{"out handshake rpc_ready", "in request set_model", "out response set_model", "out event AgentEnd"},
+			[]string{`"command":"session_info"`, `"type":"run_summary"`}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -190,8 +207,45 @@ func TestReplayRecordedSessions(t *testing.T) {
 			if strings.Contains(rep.stderr, "divergence") {
 				t.Fatalf("replay diverged:\n%s", rep.stderr)
 			}
+			for _, w := range c.prints {
+				if !strings.Contains(b, w) {
+					t.Errorf("the parent did not print %q:\n%s", w, b)
+				}
+			}
+			// The cassette holds the child's own requests and the parent's
+			// answers (matched by id in the strict replay above).
+			rec, err := replay.Open(cas)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var kinds []string
+			for _, r := range rec.Records {
+				if r.K == cassette.KindFrame {
+					kinds = append(kinds, string(r.D)+" "+r.Kind+" "+r.Method)
+				}
+			}
+			all := strings.Join(kinds, "\n")
+			for _, w := range c.holds {
+				if !strings.Contains(all, w) {
+					t.Errorf("cassette lacks %q; it has:\n%s", w, all)
+				}
+			}
+			// Recorded stderr is replayed: the child's session id (random
+			// per run) appears the same in both runs' stderr.
+			if c.name == "synaps" && !strings.Contains(rep.stderr, firstLine(live.stderr, "starting session")) {
+				t.Errorf("recorded stderr not replayed:\nlive:\n%s\nreplay:\n%s", live.stderr, rep.stderr)
+			}
 		})
 	}
+}
+
+func firstLine(s, sub string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			return l
+		}
+	}
+	return "\x00 no line with " + sub
 }
 
 func TestVerifyACPAgent(t *testing.T) {

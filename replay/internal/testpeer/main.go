@@ -267,8 +267,9 @@ func mcpParent(argv []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var (
-		mu   sync.Mutex
-		logs []string
+		mu     sync.Mutex
+		logs   []string
+		logged = make(chan struct{}, 1)
 	)
 	client := mcp.NewClient(&mcp.Implementation{Name: "testpeer", Version: "v1.0.0"}, &mcp.ClientOptions{
 		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
@@ -279,6 +280,10 @@ func mcpParent(argv []string) error {
 			mu.Lock()
 			logs = append(logs, fmt.Sprintf("log %s: %v", req.Params.Level, req.Params.Data))
 			mu.Unlock()
+			select {
+			case logged <- struct{}{}:
+			default:
+			}
 		},
 	})
 	client.AddRoots(&mcp.Root{Name: "project", URI: "file:///project"})
@@ -318,6 +323,13 @@ func mcpParent(argv []string) error {
 			}
 		}
 		fmt.Printf("%s: error=%v %s\n", call.name, res.IsError, strings.Join(texts, " | "))
+	}
+	// The SDK runs notification handlers on their own goroutines: wait for
+	// the log the "log" tool sent before printing.
+	select {
+	case <-logged:
+	case <-time.After(10 * time.Second):
+		fmt.Println("no log notification within 10s")
 	}
 	mu.Lock()
 	defer mu.Unlock()
