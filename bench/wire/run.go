@@ -110,10 +110,25 @@ func run(cfg config, log io.Writer) (*report, error) {
 			hasRecord, hasReplay = hasCommand(r.rpctap, "record"), hasCommand(r.rpctap, "replay")
 		}
 	}
-	for _, name := range cfg.Setups {
-		s, ok := knownSetup(name, cfg.FwdArgs)
+	setups := cfg.Setups
+	if cfg.Alt != "" {
+		// The same rpctap set-ups again with the alternative binary, to
+		// compare a change with the checkout in one run.
+		for _, name := range cfg.Setups {
+			if s, ok := knownSetup(name, cfg.FwdArgs); ok && s.Kind == "rpctap" && !s.isReplay() {
+				setups = append(setups, name+"-alt")
+			}
+		}
+	}
+	for _, name := range setups {
+		alt := strings.HasSuffix(name, "-alt") && cfg.Alt != ""
+		s, ok := knownSetup(strings.TrimSuffix(name, "-alt"), cfg.FwdArgs)
 		if !ok {
 			return nil, fmt.Errorf("unknown set-up %q", name)
+		}
+		if alt {
+			s.Name, s.Bin = name, cfg.Alt
+			s.Note = "as `" + strings.TrimSuffix(name, "-alt") + "` with the alternative binary " + cfg.Alt
 		}
 		if s.Kind == "rpctap" {
 			switch {
@@ -241,7 +256,7 @@ func (r *runner) workload(w string) {
 }
 
 func (r *runner) rssWorkload() {
-	for _, name := range []string{"record", "fwd"} {
+	for _, name := range []string{"record", "fwd", "record-alt", "fwd-alt"} {
 		s, ok := r.find(name)
 		if !ok {
 			continue
@@ -265,7 +280,7 @@ func (r *runner) rssWorkload() {
 }
 
 func (r *runner) stallWorkload() {
-	for _, name := range []string{"cat", "record", "fwd"} {
+	for _, name := range []string{"cat", "record", "fwd", "record-alt", "fwd-alt"} {
 		s, ok := r.find(name)
 		if !ok {
 			continue
@@ -336,7 +351,11 @@ func (r *runner) session(s setup, w string, p params, rep int, stall time.Durati
 		temp = !r.cfg.Keep
 	}
 	argv := append([]string{r.self}, p.childArgs()...)
-	l, err := start(s, argv, r.rpctap, cassette, replay, r.tmp)
+	bin := r.rpctap
+	if s.Bin != "" {
+		bin = s.Bin
+	}
+	l, err := start(s, argv, bin, cassette, replay, r.tmp)
 	if err != nil {
 		return m, err
 	}

@@ -23,6 +23,8 @@ type setup struct {
 	Args []string // rpctap: arguments; {cassette} and {replay} are replaced, {child} expands to the child's argv
 	// Note is printed under the tables (e.g. an approximation).
 	Note string
+	// Bin overrides the rpctap binary (the --alt set-ups).
+	Bin string
 }
 
 func (s setup) isReplay() bool {
