@@ -260,6 +260,19 @@ func TestVerifyACPAgent(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "rpctap verify: ok: 12 child frames matched, 4 parent frames sent") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
+	// The same with a cassette recorded from the example client and agent
+	// through rpctap record.
+	if haveRecord() {
+		rec := filepath.Join(dir, "recorded.cassette")
+		live := run(t, dir, "1\n", filepath.Join(bin, "acpclient"), rp, "record", "-q", "-o", rec, "--", filepath.Join(bin, "acpagent"))
+		if live.code != 0 {
+			t.Fatalf("recording: exit %d\n%s", live.code, live.stderr)
+		}
+		r = run(t, dir, "", rp, "verify", rec, "--", filepath.Join(bin, "acpagent"))
+		if r.code != 0 || !strings.Contains(r.stdout, "rpctap verify: ok: 12 child frames matched, 4 parent frames sent") {
+			t.Fatalf("verify of the recorded cassette: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+		}
+	}
 	// Another agent answers differently: a clear report and exit 1.
 	r = run(t, dir, "", rp, "verify", "--timeout", "2s", cas, "--", rp, "demo-agent")
 	if r.code != ExitFindings {
