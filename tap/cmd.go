@@ -87,9 +87,23 @@ type Cmd struct {
 	// when Wait returns or Start fails.
 	Stdin, Stdout, Stderr *os.File
 
-	Observer Observer      // receives what was forwarded; may be nil
-	Grace    time.Duration // drain time after the child exited; 0 is DefaultGrace
-	Signals  []os.Signal   // signals to relay to the child; nil relays none
+	Observer Observer // receives what was forwarded; may be nil
+
+	// ObserveFirst hands each chunk to the Observer just before it is
+	// forwarded instead of just after. Use it only with an observer whose
+	// Observe is a bounded hand-over to the kernel, such as the recorder's
+	// PipeObserver (one writev to the sink's pipe): then a chunk is out of
+	// rpctap's memory before the other side can read it, and a parent that
+	// SIGKILLs rpctap the instant it reads the last reply cannot make the
+	// recording lose that reply. After-forwarding leaves a window of a few
+	// microseconds in which it can (measured: 2 and 5 of 50 ACP SDK
+	// sessions lost their last frame on a loaded 2-core machine; 0 of 50
+	// with ObserveFirst). Framing, validation and compression stay off the
+	// forwarding path either way. In lossless mode a full observer pipe
+	// then holds the current chunk back rather than the next one.
+	ObserveFirst bool
+	Grace        time.Duration // drain time after the child exited; 0 is DefaultGrace
+	Signals      []os.Signal   // signals to relay to the child; nil relays none
 
 	// Warn receives rpctap's own warnings, one line each (a failing
 	// observer). nil means Stderr.
@@ -214,6 +228,7 @@ func (c *Cmd) Start() (err error) {
 		c.Warn = c.Stderr
 	}
 	c.s = newSession(c.Observer, c.Warn)
+	c.s.first = c.ObserveFirst
 
 	var closers []io.Closer
 	defer func() {
@@ -448,6 +463,7 @@ type session struct {
 	start time.Time
 	seq   atomic.Uint64
 
+	first  bool         // observe before forwarding (Cmd.ObserveFirst)
 	mu     sync.RWMutex // Observe/Event hold it shared; close exclusively
 	obs    Observer
 	closed bool

@@ -143,7 +143,7 @@ type collector struct {
 	mu      sync.Mutex
 	data    [3]bytes.Buffer
 	counts  [3]int64
-	discard bool // count bytes only
+	discard bool              // count bytes only
 	lastSeq map[[2]int]uint64 // per connection and stream
 	seqs    map[uint64]bool
 	events  []Event

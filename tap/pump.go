@@ -39,7 +39,7 @@ type deadlineWriter interface {
 
 // pump copies one stream: read up to ChunkSize, stamp the chunk (Seq, T) the
 // moment the read returns, write it all to dst, then hand it to the
-// observer. Nothing is buffered beyond the one chunk in flight and no
+// observer (before the write with ObserveFirst; see Cmd.ObserveFirst). Nothing is buffered beyond the one chunk in flight and no
 // line splitting happens here.
 type pump struct {
 	s      *session
@@ -70,10 +70,15 @@ func (p *pump) copy() {
 		if n > 0 {
 			seq := p.s.seq.Add(1)
 			t := p.s.now()
+			c := Chunk{Conn: p.conn, Stream: p.stream, Seq: seq, T: t, Data: buf[:n]}
+			if p.s.first {
+				p.s.observe(c)
+			}
 			w, werr := p.dst.Write(buf[:n])
 			p.n += int64(w)
-			if w > 0 {
-				p.s.observe(Chunk{Conn: p.conn, Stream: p.stream, Seq: seq, T: t, Data: buf[:w]})
+			if !p.s.first && w > 0 {
+				c.Data = buf[:w]
+				p.s.observe(c)
 			}
 			if werr != nil {
 				p.werr = werr

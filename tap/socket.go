@@ -40,6 +40,8 @@ type Proxy struct {
 	Observer Observer      // may be nil
 	Grace    time.Duration // shutdown drain for open connections; 0 is DefaultGrace
 	Warn     io.Writer     // rpctap's own warnings; nil is os.Stderr
+	// ObserveFirst: see Cmd.ObserveFirst.
+	ObserveFirst bool
 
 	ln    *net.UnixListener
 	s     *session
@@ -90,6 +92,7 @@ func (p *Proxy) Serve(ctx context.Context) error {
 		p.Warn = os.Stderr
 	}
 	p.s = newSession(p.Observer, p.Warn)
+	p.s.first = p.ObserveFirst
 	defer p.s.close()
 	if err := p.Bind(); err != nil {
 		return err

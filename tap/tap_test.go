@@ -393,3 +393,43 @@ func TestNonblockRestored(t *testing.T) {
 		t.Error("stdin/stdout left in non-blocking mode")
 	}
 }
+
+// The observer gets a chunk after the other side can read it, or before
+// with ObserveFirst (the crash-safe hand-over).
+func TestObserveOrder(t *testing.T) {
+	for _, first := range []bool{false, true} {
+		var pending []int // bytes readable by the parent when Observe ran
+		var h *harness
+		h = startTap(t, func(c *Cmd) {
+			c.ObserveFirst = first
+			c.Observer.(*collector).observe = func(ch Chunk) {
+				if ch.Stream == Stdout {
+					rc, _ := h.out.SyscallConn()
+					rc.Control(func(fd uintptr) {
+						n, err := unix.IoctlGetInt(int(fd), unix.TIOCINQ) // FIONREAD
+						if err != nil {
+							t.Error(err)
+						}
+						pending = append(pending, n)
+					})
+				}
+			}
+		}, "cat")
+		h.in.Write([]byte("ping\n"))
+		h.in.Close()
+		out := readAllAsync(h.out)
+		h.wait()
+		if got := string(<-out); got != "ping\n" {
+			t.Fatalf("forwarded %q", got)
+		}
+		if len(pending) != 1 {
+			t.Fatalf("ObserveFirst=%v: %d stdout chunks observed", first, len(pending))
+		}
+		if first && pending[0] != 0 {
+			t.Errorf("ObserveFirst: the parent could read %d bytes before Observe", pending[0])
+		}
+		if !first && pending[0] != 5 {
+			t.Errorf("after forwarding: the parent could read %d bytes during Observe, want 5", pending[0])
+		}
+	}
+}

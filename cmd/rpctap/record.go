@@ -152,7 +152,10 @@ func runRecord(o *recordOptions, args []string, stdio Stdio) error {
 		}
 	}
 	if obs != nil {
+		// The sink pipe write is the hand-over that survives SIGKILL: do it
+		// before the parent can read the chunk (see tap.Cmd.ObserveFirst).
 		c.Observer = obs
+		c.ObserveFirst = true
 	}
 	if err := c.Run(); err != nil {
 		var se *tap.StartError
@@ -294,7 +297,7 @@ func recordSocket(o *recordOptions, stdio Stdio) error {
 		return err
 	}
 	if obs := startRecorder(o, h, filepath.Base(o.Upstream), start, stdio); obs != nil {
-		p.Observer = obs
+		p.Observer, p.ObserveFirst = obs, true
 	}
 	return p.Serve(ctx)
 }

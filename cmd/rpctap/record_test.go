@@ -1,0 +1,194 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// These tests run the real rpctap (testscript.Main in main_test.go puts
+// this test binary on PATH as "rpctap") with real children.
+
+// rpctapEnv is the environment for rpctap processes: the race detector's
+// default one-second sleep at exit would distort every timing.
+func rpctapEnv() []string { return append(os.Environ(), "GORACE=atexit_sleep_ms=0") }
+
+// catRaw returns one direction's exact bytes from a cassette.
+func catRaw(t *testing.T, cas, dir string) ([]byte, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if code := Main([]string{"cat", "--raw", "--dir", dir, cas}, Stdio{In: strings.NewReader(""), Out: &out, Err: &errb}); code != 0 {
+		t.Fatalf("rpctap cat --raw --dir %s: exit %d: %s", dir, code, errb.String())
+	}
+	return out.Bytes(), errb.String()
+}
+
+// What goes in comes out, and `cat --raw` of the cassette reproduces both
+// directions exactly (redaction off).
+func TestRecordByteExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	junk := make([]byte, 1<<20)
+	for i := range junk {
+		junk[i] = byte(rng.Uint32())
+	}
+	line := bytes.Repeat([]byte(`{"k":"0123456789abcdef0123456789abcdef"}`), (16<<20)/40+1)[:16<<20]
+	cases := map[string][]byte{
+		"mixed":        []byte("\xef\xbb\xbf{\"jsonrpc\":\"2.0\",\"id\":1}\r\n\n\nnot json \xff\xfe\n{\"a\":[1,2]}\n{\"no\":\"eol\"}"),
+		"random 1 MiB": junk,
+		"16 MiB line":  append(append([]byte(nil), line...), '\n'),
+	}
+	if testing.Short() {
+		delete(cases, "16 MiB line")
+	}
+	for name, data := range cases {
+		t.Run(name, func(t *testing.T) {
+			cas := filepath.Join(t.TempDir(), "s.cassette")
+			cmd := exec.Command("rpctap", "record", "--no-redact", "-o", cas, "--", "cat")
+			cmd.Env = rpctapEnv()
+			cmd.Stdin = bytes.NewReader(data)
+			var out, errb bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("%v: %s", err, errb.String())
+			}
+			if !bytes.Equal(out.Bytes(), data) {
+				t.Errorf("stdout: %d bytes, want %d", out.Len(), len(data))
+			}
+			if errb.Len() != 0 {
+				t.Errorf("stderr: %q", errb.String())
+			}
+			for _, dir := range []string{"in", "out"} {
+				raw, warn := catRaw(t, cas, dir)
+				if !bytes.Equal(raw, data) {
+					t.Errorf("cat --raw --dir %s: %d bytes, want %d (%s)", dir, len(raw), len(data), warn)
+				}
+			}
+		})
+	}
+}
+
+var (
+	sessRE = regexp.MustCompile(`sess_[0-9a-f]+`)
+	ptrRE  = regexp.MustCompile(`0x[0-9a-f]+`)
+)
+
+// normalizeACP removes what differs between two runs of the ACP SDK example
+// (session ids, pointers the client prints) and sorts the lines: the client
+// prints from concurrent handlers (a session/update notification and the
+// session/request_permission request that follows it at once), whose order
+// depends on whether both frames arrive in one read. Any relay (cat as
+// well) can split them, so only the lines, not their order, can be compared.
+func normalizeACP(b []byte) string {
+	s := ptrRE.ReplaceAllString(sessRE.ReplaceAllString(string(b), "SESS"), "PTR")
+	lines := strings.Split(s, "\n")
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
+}
+
+// The ACP Go SDK example client drives its example agent through rpctap
+// record: its output is what it is without rpctap, and although the client
+// ends every session with SIGKILL (cmd.Process.Kill right after the last
+// response), the cassette holds every frame the client received, in 50
+// runs out of 50 (3 with -short).
+func TestRecordACPSDK(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("needs the go command to build the ACP SDK examples")
+	}
+	bin := t.TempDir()
+	for _, pkg := range []string{"client", "agent"} {
+		build := exec.Command("go", "build", "-o", filepath.Join(bin, pkg), "github.com/coder/acp-go-sdk/example/"+pkg)
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+		}
+	}
+	client, agent := filepath.Join(bin, "client"), filepath.Join(bin, "agent")
+
+	session := func(argv ...string) ([]byte, error) {
+		cmd := exec.Command(client, argv...)
+		cmd.Env = rpctapEnv()
+		cmd.Stdin = strings.NewReader("1\n") // allow the change
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		if err != nil {
+			err = fmt.Errorf("%v: %s", err, errb.String())
+		}
+		return out.Bytes(), err
+	}
+	direct, err := session(agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(direct, []byte("Agent completed")) {
+		t.Fatalf("the example did not complete without rpctap:\n%s", direct)
+	}
+	want := normalizeACP(direct)
+
+	runs := 50
+	if testing.Short() {
+		runs = 3
+	}
+	dir := t.TempDir()
+	var (
+		mu        sync.Mutex
+		reference []byte                    // the out stream up to the last response, from one run
+		sem       = make(chan struct{}, 10) // the sessions mostly sleep
+		wg        sync.WaitGroup
+	)
+	for i := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			cas := filepath.Join(dir, fmt.Sprintf("run%02d.cassette", i))
+			out, err := session("rpctap", "record", "-q", "-o", cas, "--", agent)
+			if err != nil {
+				t.Errorf("run %d: %v", i, err)
+				return
+			}
+			if got := normalizeACP(out); got != want {
+				t.Errorf("run %d: the client's output differs through rpctap:\n%s\nwithout:\n%s", i, out, direct)
+			}
+			// The sink outlives rpctap's SIGKILL and finishes on its own:
+			// wait for it, then everything the client read must be there,
+			// up to the prompt's response (the last frame it received).
+			var raw []byte
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				raw, _ = catRaw(t, cas, "out")
+				if bytes.Contains(raw, []byte(`"stopReason"`)) || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			end := bytes.Index(raw, []byte(`"stopReason"`))
+			if end < 0 {
+				t.Errorf("run %d: the cassette lacks the prompt's response (%d bytes of out)", i, len(raw))
+				return
+			}
+			end += bytes.IndexByte(raw[end:], '\n') + 1
+			got := sessRE.ReplaceAll(raw[:end], []byte("SESS"))
+			mu.Lock()
+			defer mu.Unlock()
+			if reference == nil {
+				reference = got
+			} else if !bytes.Equal(got, reference) {
+				t.Errorf("run %d: the recorded out stream differs from another run's:\n%s\nvs\n%s", i, got, reference)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := bytes.Count(reference, []byte("\n")); n < 8 {
+		t.Errorf("only %d frames from the agent recorded:\n%s", n, reference)
+	}
+}
