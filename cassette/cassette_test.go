@@ -437,6 +437,9 @@ func TestBadFiles(t *testing.T) {
 	binary.LittleEndian.PutUint16(newer[8+len(sigTag):], 2)
 	binary.LittleEndian.PutUint16(newer[10+len(sigTag):], 3)
 
+	badSigSize := append([]byte{}, goodBytes...)
+	badSigSize[4] = 21
+
 	newerHeader := filepath.Join(dir, "newer-header.cassette")
 	w, err := Create(newerHeader, Header{Version: "2.1"}, nil)
 	if err != nil {
@@ -457,6 +460,7 @@ func TestBadFiles(t *testing.T) {
 			"cassette format 2.3 is newer than this rpctap understands (1.x)"},
 		{newerHeader, func(err error) bool { var v *VersionError; return errors.As(err, &v) },
 			"cassette format 2.1 is newer than this rpctap understands (1.x)"},
+		{write("sig-size", badSigSize), func(err error) bool { return err == ErrNotCassette }, "not an rpctap cassette"},
 		{write("sig-only", goodBytes[:sigFrameSize]), func(err error) bool { var v *TruncatedError; return errors.As(err, &v) }, "truncated before the header record"},
 		{write("half-sig", goodBytes[:10]), func(err error) bool { var v *TruncatedError; return errors.As(err, &v) }, "truncated before the header record"},
 		{filepath.Join(dir, "missing"), func(err error) bool { return errors.Is(err, os.ErrNotExist) }, "no such file"},
@@ -512,4 +516,36 @@ func checkTyped(t *testing.T, off int, err error) {
 		return
 	}
 	t.Fatalf("offset %d: untyped error %T %v", off, err, err)
+}
+
+// TestRecordTooLarge: a record over MaxRecord is refused without making the
+// error sticky; the cassette goes on and reads back.
+func TestRecordTooLarge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocates a 64 MiB record")
+	}
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, Header{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := NewLineRecord(KindFrame, DirOut, bytes.Repeat([]byte("x"), MaxRecord), "\n")
+	if err := w.Append(&big); err == nil || !strings.Contains(err.Error(), "over the") {
+		t.Fatalf("oversized record: %v", err)
+	}
+	small := NewLineRecord(KindFrame, DirOut, []byte(`{"ok":true}`), "\n")
+	if err := w.Append(&small); err != nil || small.N != 1 {
+		t.Fatalf("append after refusal: %v, n %d", err, small.N)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewReader(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := readAll(t, r)
+	if err != io.EOF || len(recs) != 3 || string(recs[1].Payload()) != `{"ok":true}` {
+		t.Fatalf("%d records, %v", len(recs), err)
+	}
 }

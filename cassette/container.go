@@ -55,10 +55,11 @@ func appendSignature(dst []byte) []byte {
 	return binary.LittleEndian.AppendUint16(dst, VersionMinor)
 }
 
-// parseSignature checks the first sigFrameSize bytes of a file.
+// parseSignature checks the first sigFrameSize bytes of a file. The payload
+// size is fixed (20) in major version 1; a newer major may change it, so the
+// version is checked before the size.
 func parseSignature(b []byte) (major, minor int, err error) {
-	if len(b) < 8 || binary.LittleEndian.Uint32(b) != sigMagic ||
-		binary.LittleEndian.Uint32(b[4:]) < uint32(sigPayload) {
+	if len(b) < 8 || binary.LittleEndian.Uint32(b) != sigMagic {
 		return 0, 0, ErrNotCassette
 	}
 	if len(b) < sigFrameSize {
@@ -71,6 +72,9 @@ func parseSignature(b []byte) (major, minor int, err error) {
 	minor = int(binary.LittleEndian.Uint16(b[10+len(sigTag):]))
 	if major > VersionMajor {
 		return major, minor, &VersionError{Major: major, Minor: minor}
+	}
+	if binary.LittleEndian.Uint32(b[4:]) != uint32(sigPayload) || major < 1 {
+		return major, minor, ErrNotCassette
 	}
 	return major, minor, nil
 }

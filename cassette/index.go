@@ -195,11 +195,12 @@ func (x *Index) findLastIndex(size int64) (indexEntry, bool) {
 	for hi-lowest >= indexFrameSize {
 		lo := max(lowest, hi-chunk-indexFrameSize)
 		b := buf[:hi-lo]
-		if n, err := x.ra.ReadAt(b, lo); n < len(b) {
-			_ = err
+		if n, _ := x.ra.ReadAt(b, lo); n < len(b) {
 			return indexEntry{}, false
 		}
-		for end := len(b); ; {
+		// Candidates from the end backwards; each search ends before the
+		// last candidate's last byte, so it always moves left.
+		for end := len(b); end >= len(pat); {
 			i := bytes.LastIndex(b[:end], pat[:])
 			if i < 0 {
 				break
@@ -209,13 +210,7 @@ func (x *Index) findLastIndex(size int64) (indexEntry, bool) {
 					return e, true
 				}
 			}
-			end = i + 7 // overlapping matches are impossible for this pattern, but be safe
-			if end >= len(b) || i == 0 {
-				if i == 0 {
-					break
-				}
-				end = i
-			}
+			end = i + len(pat) - 1
 		}
 		if lo == lowest {
 			break

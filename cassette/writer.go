@@ -173,24 +173,30 @@ func (w *Writer) Append(r *Record) error {
 		return ErrClosed
 	}
 	before := len(w.raw)
-	saved := *w
-	w.encode(r)
+	r.N = w.next
+	w.raw = r.AppendJSON(w.raw)
 	if size := len(w.raw) - before; size > MaxRecord {
-		raw := w.raw[:before]
-		*w = saved
-		w.raw = raw
+		w.raw = w.raw[:before]
 		r.N = 0
 		return fmt.Errorf("cassette: record of %d bytes is over the %d byte limit; split the line into parts", size, MaxRecord)
 	}
+	w.commit(r)
 	if len(w.raw) >= w.opts.BatchSize {
 		return w.flush(false)
 	}
 	return nil
 }
 
+// encode appends r as the next record.
 func (w *Writer) encode(r *Record) {
 	r.N = w.next
 	w.raw = r.AppendJSON(w.raw)
+	w.commit(r)
+}
+
+// commit ends the record just appended to raw: numbers it and counts it in
+// the open frame's statistics.
+func (w *Writer) commit(r *Record) {
 	w.raw = append(w.raw, '\n')
 	w.next++
 	if w.frameCount == 0 {
