@@ -321,11 +321,12 @@ func TestCheckRealPeers(t *testing.T) {
 	cases := []struct {
 		proto         string
 		parent, child []string
+		stdin         string // the ACP example client asks which permission option to pick
 	}{
 		{"acp", []string{build("acpclient", "github.com/coder/acp-go-sdk/example/client")},
-			[]string{build("acpagent", "github.com/coder/acp-go-sdk/example/agent")}},
+			[]string{build("acpagent", "github.com/coder/acp-go-sdk/example/agent")}, "1\n"},
 		{"mcp", []string{build("mcpclient", "github.com/modelcontextprotocol/go-sdk/examples/client/listfeatures")},
-			[]string{build("mcpserver", "github.com/modelcontextprotocol/go-sdk/examples/server/everything")}},
+			[]string{build("mcpserver", "github.com/modelcontextprotocol/go-sdk/examples/server/everything")}, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.proto, func(t *testing.T) {
@@ -334,7 +335,7 @@ func TestCheckRealPeers(t *testing.T) {
 			argv := append(append(append([]string{}, c.parent...), rp, "record", "-o", cas, "--"), c.child...)
 			cmd := exec.Command(argv[0], argv[1:]...)
 			cmd.Dir = dir
-			cmd.Stdin = strings.NewReader("")
+			cmd.Stdin = strings.NewReader(c.stdin)
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
 			if err := cmd.Start(); err != nil {
@@ -344,7 +345,7 @@ func TestCheckRealPeers(t *testing.T) {
 			go func() { done <- cmd.Wait() }()
 			select {
 			case <-done:
-			case <-time.After(90 * time.Second):
+			case <-time.After(60 * time.Second):
 				cmd.Process.Kill()
 				<-done
 				t.Fatalf("%v did not finish:\n%s", argv, out.String())
