@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -23,10 +26,11 @@ import (
 func rpctapEnv() []string { return append(os.Environ(), "GORACE=atexit_sleep_ms=0") }
 
 // catRaw returns one direction's exact bytes from a cassette.
-func catRaw(t *testing.T, cas, dir string) ([]byte, string) {
+func catRaw(t *testing.T, cas, dir string, flags ...string) ([]byte, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	if code := Main([]string{"cat", "--raw", "--dir", dir, cas}, Stdio{In: strings.NewReader(""), Out: &out, Err: &errb}); code != 0 {
+	args := append(append([]string{"cat", "--raw", "--dir", dir}, flags...), cas)
+	if code := Main(args, Stdio{In: strings.NewReader(""), Out: &out, Err: &errb}); code != 0 {
 		t.Fatalf("rpctap cat --raw --dir %s: exit %d: %s", dir, code, errb.String())
 	}
 	return out.Bytes(), errb.String()
@@ -190,5 +194,116 @@ func TestRecordACPSDK(t *testing.T) {
 	wg.Wait()
 	if n := bytes.Count(reference, []byte("\n")); n < 8 {
 		t.Errorf("only %d frames from the agent recorded:\n%s", n, reference)
+	}
+}
+
+// A grandchild that keeps the child's stdout open does not hold rpctap
+// beyond --grace, and the child's exit status still passes through.
+func TestRecordGrandchildGrace(t *testing.T) {
+	cas := filepath.Join(t.TempDir(), "g.cassette")
+	cmd := exec.Command("rpctap", "record", "-q", "--grace", "300ms", "-o", cas, "--",
+		"sh", "-c", "sleep 60 & echo $!; exit 3")
+	cmd.Env = rpctapEnv()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, os.Stderr
+	t0 := time.Now()
+	err := cmd.Run()
+	took := time.Since(t0)
+	var pid int
+	fmt.Sscanf(out.String(), "%d", &pid)
+	if pid > 0 {
+		defer syscall.Kill(pid, syscall.SIGKILL)
+	} else {
+		t.Errorf("no grandchild pid in %q", out.String())
+	}
+	if cmd.ProcessState.ExitCode() != 3 {
+		t.Errorf("rpctap: %v, want exit 3", err)
+	}
+	if took > 3*time.Second {
+		t.Errorf("rpctap took %v with a grandchild holding stdout and --grace 300ms", took)
+	}
+	if pid > 0 && syscall.Kill(pid, 0) != nil {
+		t.Error("the grandchild is gone: the test proves nothing")
+	}
+}
+
+// Socket mode: each connection is forwarded byte for byte with half-close,
+// recorded as its own connection, and SIGTERM ends rpctap cleanly.
+func TestRecordSocket(t *testing.T) {
+	dir := t.TempDir()
+	up, listen, cas := filepath.Join(dir, "up.sock"), filepath.Join(dir, "tap.sock"), filepath.Join(dir, "s.cassette")
+	ln, err := net.Listen("unix", up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { // echo, then answer the half-close
+				defer c.Close()
+				io.Copy(c, c)
+				c.Write([]byte("{\"bye\":true}\n"))
+			}()
+		}
+	}()
+	cmd := exec.Command("rpctap", "record", "-q", "--no-redact", "-o", cas, "--listen", listen, "--upstream", up)
+	cmd.Env = rpctapEnv()
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	for i := 0; ; i++ {
+		if _, err := os.Stat(listen); err == nil {
+			break
+		}
+		if i == 500 {
+			t.Fatal("rpctap does not listen")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	payloads := [][]byte{
+		[]byte("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"}\n\xff\xfe not json\r\n"),
+		bytes.Repeat([]byte("{\"k\":1}\n"), 100000),
+	}
+	for i, p := range payloads {
+		c, err := net.Dial("unix", listen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan []byte)
+		go func() { b, _ := io.ReadAll(c); done <- b }()
+		c.Write(p)
+		c.(*net.UnixConn).CloseWrite()
+		select {
+		case b := <-done:
+			if want := append(append([]byte(nil), p...), "{\"bye\":true}\n"...); !bytes.Equal(b, want) {
+				t.Errorf("connection %d: got %d bytes, want %d", i+1, len(b), len(want))
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("connection %d: no answer", i+1)
+		}
+		c.Close()
+	}
+	time.Sleep(100 * time.Millisecond) // let the conn-close events go out
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("rpctap after SIGTERM: %v: %s", err, errb.String())
+	}
+	if _, err := os.Lstat(listen); !os.IsNotExist(err) {
+		t.Errorf("socket file left behind (%v)", err)
+	}
+	raw, _ := catRaw(t, cas, "in", "--conn", "1")
+	if !bytes.Equal(raw, payloads[0]) {
+		t.Errorf("cat --raw --dir in --conn 1: %q", raw)
+	}
+	raw, _ = catRaw(t, cas, "out", "--conn", "2")
+	if want := append(append([]byte(nil), payloads[1]...), "{\"bye\":true}\n"...); !bytes.Equal(raw, want) {
+		t.Errorf("cat --raw --dir out --conn 2: %d bytes, want %d", len(raw), len(want))
 	}
 }
