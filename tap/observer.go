@@ -23,8 +23,8 @@ func (s Stream) String() string {
 	}
 }
 
-// Chunk is the result of one read on a stream, handed over after the bytes
-// were forwarded.
+// Chunk is the result of one read on a stream, handed over right after the
+// bytes were forwarded (just before, with Cmd.ObserveFirst).
 type Chunk struct {
 	Conn   int    // socket mode: connection number (1, 2, ...); 0 in stdio mode
 	Stream Stream //
@@ -46,7 +46,7 @@ type Event struct {
 	Signal string // signal: the forwarded signal; exit: the signal the child died of
 	Stream Stream // gap: which stream lost bytes
 	Bytes  int64  // gap: how many
-	Msg    string // warning
+	Msg    string // warning; signal: why it was not relayed, if it was not
 }
 
 // Observer receives what the tap forwarded. The tap calls Observe from one
@@ -58,12 +58,16 @@ type Event struct {
 //
 // Observe may block: that is how a recorder that cannot keep up slows the
 // forwarding (lossless, like tee). It must never fail the session: an
-// observer in trouble degrades to forwarding only and says so once.
+// observer in trouble degrades to forwarding only and says so once. (An
+// Observe, Event or Close that panics is switched off by the tap, with one
+// warning; the session goes on.) An Observe that never returns stalls its
+// stream for good.
 type Observer interface {
 	Observe(c Chunk)
 	Event(e Event)
 	// Close is called once, after the child exited and its output was
-	// drained (or the grace ran out). It returns when the recording is
+	// drained (or the grace ran out), and after every Observe and Event
+	// returned; also when Start failed. It returns when the recording is
 	// finalized.
 	Close() error
 }
