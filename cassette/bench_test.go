@@ -168,8 +168,8 @@ func rawSize(recs []Record) int64 {
 // (run with -v). It asserts only what the design relies on: one stream
 // flushed per batch compresses better than a frame per batch.
 func TestCompressionRatio(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short")
+	if testing.Short() || raceEnabled {
+		t.Skip("a measurement: skipped in -short and -race runs")
 	}
 	mix, _ := agentRecords(t)
 	mix = mix[:len(mix)/4] // ~6 MiB

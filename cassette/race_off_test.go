@@ -1,0 +1,5 @@
+//go:build !race
+
+package cassette
+
+const raceEnabled = false
