@@ -11,6 +11,7 @@ import (
 
 	"github.com/rpctap/rpctap/protocol"
 	"github.com/rpctap/rpctap/replay"
+	"github.com/rpctap/rpctap/tap"
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 )
@@ -146,6 +147,14 @@ func runReplay(path string, o *replayOptions, opts []replay.Option, stdio Stdio)
 		return Findingsf("replay: %d divergence(s) from %s", len(res.Divergences), path)
 	case err != nil && !isBrokenPipe(err):
 		return fmt.Errorf("replay: %v", err)
+	}
+	if res.Exit != nil && res.Exit.Signal != "" {
+		// The recorded child died of a signal: so do we, as record does
+		// (exit status 128+n if the signal does not end us).
+		if n := unix.SignalNum(res.Exit.Signal); n != 0 {
+			signal.Stop(sigc)
+			tap.Reraise(n)
+		}
 	}
 	if res.Exit != nil && res.Exit.Code != 0 {
 		return Exit(res.Exit.Code)

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -464,5 +465,25 @@ func TestReplaySocketModeConn(t *testing.T) {
 	r = run(t, dir, `{"version":2,"is_reattach":true,"session_id":"one","session_token":"live-secret"}`+"\n", rp, "replay", "--conn", "2", "--speed", "0", "--strict", cas)
 	if r.code != 0 || r.stdout != `{"accepted":true,"session_id":"one","session_token":null,"error":null}`+"\n"+`{"type":"status_update","status":"idle"}`+"\n" {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestReplayDiesOfRecordedSignal(t *testing.T) {
+	if !haveRecord() {
+		t.Skip("rpctap record is not available yet")
+	}
+	tools(t)
+	dir := t.TempDir()
+	rp := rpctapPath(t)
+	cas := filepath.Join(dir, "sig.cassette")
+	r := run(t, dir, "", rp, "record", "-q", "-o", cas, "--", "sh", "-c", `echo '{"type":"bye"}'; kill -TERM $$`)
+	if r.stdout != `{"type":"bye"}`+"\n" {
+		t.Fatalf("recording: %q %q", r.stdout, r.stderr)
+	}
+	cmd := exec.Command(rp, "replay", "--speed", "0", cas)
+	out, err := cmd.Output()
+	ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if string(out) != `{"type":"bye"}`+"\n" || err == nil || !ok || !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
+		t.Fatalf("want the frame, then death by SIGTERM; got %q, %v", out, err)
 	}
 }
