@@ -28,6 +28,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == childMarker {
 		os.Exit(childMain(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == relayMarker {
+		os.Exit(relayMain(os.Args[2:]))
+	}
 	cfg, err := parseFlags(os.Args[1:])
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -228,6 +231,13 @@ func knownSetup(name, fwdArgs string) (setup, bool) {
 		return setup{Name: name, Kind: "direct"}, true
 	case "cat":
 		return setup{Name: name, Kind: "cat", Note: "two `cat` processes, one per direction: parent → cat → child → cat → parent (stderr not relayed)"}, true
+	case "gorelay-block", "gorelay-poll":
+		mode := strings.TrimPrefix(name, "gorelay-")
+		note := "a minimal Go relay (this program): blocking read/write system calls on raw descriptors, one thread per direction, like cat"
+		if mode == "poll" {
+			note = "a minimal Go relay (this program): non-blocking descriptors and io.Copy through *os.File, woken by Go's netpoller, as rpctap's tap is"
+		}
+		return setup{Name: name, Kind: "gorelay", Args: []string{mode}, Note: note}, true
 	case "record":
 		return setup{Name: name, Kind: "rpctap", Args: []string{"record", "-o", "{cassette}", "--", "{child}"}}, true
 	case "record-noredact":

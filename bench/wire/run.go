@@ -385,8 +385,8 @@ func (r *runner) session(s setup, w string, p params, rep int, stall time.Durati
 	if err != nil {
 		return m, err
 	}
-	if s.Kind == "rpctap" && !s.isReplay() {
-		cpu -= res.Child.CPUNs // rpctap's rusage includes the child it reaped
+	if s.Kind == "gorelay" || s.Kind == "rpctap" && !s.isReplay() {
+		cpu -= res.Child.CPUNs // the relay's rusage includes the child it reaped
 	}
 	m.Res, m.CPUNs = res, cpu
 	m.MainHWM, m.SinkHWM, _, _ = l.mem()

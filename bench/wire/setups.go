@@ -116,6 +116,14 @@ func start(s setup, childArgv []string, rpctap, cassette, replay, tmp string) (*
 		l.overhead = append(l.overhead, cmd([]string{"cat"}, ar, bw))
 		l.child = cmd(childArgv, br, cw)
 		l.overhead = append(l.overhead, cmd([]string{"cat"}, cr, dw))
+	case "gorelay":
+		ar, aw := pipe()
+		br, bw := pipe()
+		closeAfter = append(closeAfter, ar, bw)
+		l.w, l.r = aw, br
+		argv := append([]string{self, relayMarker, s.Args[0]}, childArgv...)
+		l.tap = cmd(argv, ar, bw)
+		l.overhead = append(l.overhead, l.tap)
 	case "rpctap":
 		ar, aw := pipe()
 		br, bw := pipe()

@@ -16,6 +16,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == childMarker {
 		os.Exit(childMain(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == relayMarker {
+		os.Exit(relayMain(os.Args[2:]))
+	}
 	// Under -race every child would sleep 1 s at exit (GORACE
 	// atexit_sleep_ms defaults to 1000); the smoke test starts dozens.
 	if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
