@@ -504,3 +504,12 @@ func TestChildExitRecordedBeforeDrainedOutput(t *testing.T) {
 		t.Fatalf("stderr %q, %v", b, err)
 	}
 }
+
+func TestRedactValue(t *testing.T) {
+	v, _ := decodeJSON([]byte(`{"apiKey":"k1","env":{"HOME":"/h"},"cmd":{"env":[{"name":"TOKEN","value":"t"}]},"headers":[{"name":"Authorization","value":"Bearer x"},{"name":"Accept","value":"json"}],"token":""}`))
+	got := jsonOf(redactValue("", v))
+	want := `{"apiKey":"[REDACTED]","cmd":{"env":[{"name":"TOKEN","value":"[REDACTED]"}]},"env":{"HOME":"[REDACTED]"},"headers":[{"name":"Authorization","value":"[REDACTED]"},{"name":"Accept","value":"json"}],"token":""}`
+	if got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}

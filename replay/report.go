@@ -136,11 +136,13 @@ func isSecretKey(k string) bool { return secretKeys[redact.Normalize(k)] }
 var reportRedactor = redact.Default()
 
 // redactValue returns v with every secret member replaced; key is the member
-// name v was found under ("" for none).
+// name v was found under ("" for none). The rules follow package redact:
+// secret keys, every value of an "env" object, the "value" of each
+// {"name","value"} pair in an "env" array or whose name is a secret key.
 func redactValue(key string, v any) any {
 	if key != "" && isSecretKey(key) {
-		if v == nil {
-			return nil
+		if v == nil || v == "" {
+			return v
 		}
 		return redactedMark
 	}
@@ -150,8 +152,14 @@ func redactValue(key string, v any) any {
 		for k, e := range x {
 			c[k] = redactValue(k, e)
 		}
-		// ACP env variables and authenticate params: values are secrets.
-		if name, ok := x["name"].(string); ok && key == "" && x["value"] != nil && envLike(name) {
+		if key == "env" {
+			for k, e := range c {
+				if e != nil {
+					c[k] = redactedMark
+				}
+			}
+		}
+		if name, ok := x["name"].(string); ok && x["value"] != nil && isSecretKey(name) {
 			c["value"] = redactedMark
 		}
 		return c
@@ -159,15 +167,14 @@ func redactValue(key string, v any) any {
 		c := make([]any, len(x))
 		for i, e := range x {
 			c[i] = redactValue("", e)
+			if m, ok := c[i].(map[string]any); ok && key == "env" && m["value"] != nil {
+				m["value"] = redactedMark
+			}
 		}
 		return c
 	}
 	return v
 }
-
-// envLike: {"name": "...", "value": "..."} pairs hold environment variables
-// (ACP terminal/create env, MCP server env); treat every value as secret.
-func envLike(name string) bool { return name != "" && strings.ToUpper(name) == name }
 
 // showFrame renders f for a report: redacted, compact, shortened.
 func showFrame(f *Frame) string {
