@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/rpctap/rpctap/protocol"
@@ -103,6 +104,9 @@ See docs/replay.md.`,
 			fs.BoolVar(&o.Strict, "strict", false, "exit 1 if the parent diverged from the recording (for CI)")
 			o.define(fs, true)
 			return func(args []string, stdio Stdio) error {
+				if len(args) > 1 && strings.HasPrefix(args[1], "-") {
+					return Usagef("replay: flags go before the cassette: rpctap replay [flags] CASSETTE (got %s after it)", args[1])
+				}
 				if len(args) != 1 {
 					return Usagef("replay needs exactly one cassette (got %d arguments)", len(args))
 				}

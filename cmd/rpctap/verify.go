@@ -57,6 +57,8 @@ See docs/replay.md.`,
 			return func(args []string, stdio Stdio) error {
 				if len(args) >= 2 && args[1] == "--" {
 					args = append(args[:1:1], args[2:]...)
+				} else if len(args) >= 2 && strings.HasPrefix(args[1], "-") {
+					return Usagef("verify: flags go before the cassette: rpctap verify [flags] CASSETTE -- CMD [ARGS...] (got %s after it)", args[1])
 				}
 				if len(args) < 2 {
 					return Usagef("verify needs a cassette and a command: verify CASSETTE -- CMD [ARGS...]")
