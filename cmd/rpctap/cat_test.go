@@ -463,3 +463,30 @@ func writeSamples(t *testing.T) {
 		}
 	}
 }
+
+// TestCatSocketConn: in socket mode --raw needs --conn and gives that
+// connection's bytes only.
+func TestCatSocketConn(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "socket.cassette")
+	w, err := cassette.Create(path, cassette.Header{Mode: "socket", Listen: "/tmp/a.sock", Upstream: "/tmp/b.sock"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range []int{1, 2, 1, 2} {
+		r := cassette.NewLineRecord(cassette.KindFrame, cassette.DirIn, []byte(`{"conn":`+strconv.Itoa(c)+`,"i":`+strconv.Itoa(i)+`}`), "\n")
+		r.Conn = c
+		w.Append(&r)
+	}
+	w.Close()
+	if _, errs, code := catMain("cat", "--raw", "--dir", "in", path); code != ExitUsage || !strings.Contains(errs, "choose one with --conn N") {
+		t.Errorf("no --conn: %d %q", code, errs)
+	}
+	out, errs, code := catMain("cat", "--raw", "--dir", "in", "--conn", "2", path)
+	if code != 0 || errs != "" || out != "{\"conn\":2,\"i\":1}\n{\"conn\":2,\"i\":3}\n" {
+		t.Errorf("--conn 2: %d %q %q", code, out, errs)
+	}
+	out, _, _ = catMain("cat", "--format", "table", "--conn", "1", path)
+	if strings.Count(out, "frame#1") != 2 || strings.Contains(out, "frame#2") {
+		t.Errorf("table --conn 1:\n%s", out)
+	}
+}
