@@ -86,7 +86,11 @@ func runCheck(o *checkOptions, files []string, stdio Stdio) error {
 	var reports []*checkReport
 	var inputErrs []string
 	for _, f := range files {
-		rep, err := checkFile(f, forced)
+		rep, err := checkFileSafe(f, forced)
+		var ie *internalError
+		if errors.As(err, &ie) {
+			return err
+		}
 		if rep != nil {
 			reports = append(reports, rep)
 		}
@@ -147,6 +151,7 @@ type checkReport struct {
 	Errors         int            `json:"errors"`
 	Warnings       int            `json:"warnings"`
 	Infos          int            `json:"infos"`
+	Counts         map[string]int `json:"counts"` // findings per code, including any not listed
 	Findings       []checkFinding `json:"violations"`
 }
 
@@ -159,7 +164,35 @@ func (r *checkReport) add(f checkFinding) {
 	default:
 		r.Infos++
 	}
+	if r.Counts == nil {
+		r.Counts = map[string]int{}
+	}
+	r.Counts[f.Code]++
+	if r.Counts[f.Code] > maxFindingsPerCode {
+		return // counted, not kept: a runaway session must not exhaust memory
+	}
 	r.Findings = append(r.Findings, f)
+}
+
+// maxFindingsPerCode bounds the findings kept (and listed in JSON) per code;
+// Counts always has the full numbers.
+const maxFindingsPerCode = 10000
+
+// internalError is a bug in rpctap found while checking (a panic in a
+// validator): reported as one line, exit 125.
+type internalError struct{ msg string }
+
+func (e *internalError) Error() string { return e.msg }
+
+// checkFileSafe is checkFile with a panic turned into an internalError, so
+// that a validator bug gives one clear line and never a stack trace.
+func checkFileSafe(path string, forced protocol.Protocol) (rep *checkReport, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			rep, err = nil, &internalError{fmt.Sprintf("internal error while checking %s (a bug in rpctap, please report it): %v", path, p)}
+		}
+	}()
+	return checkFile(path, forced)
 }
 
 // recordSource is what the checker needs from a cassette reader.
@@ -439,10 +472,11 @@ func writeCheckText(w io.Writer, r *checkReport, max int) {
 	})
 	for _, code := range codes {
 		g := groups[code]
-		fmt.Fprintf(w, "  %s %s (%d)\n", g[0].Severity, code, len(g))
+		total := r.Counts[code]
+		fmt.Fprintf(w, "  %s %s (%d)\n", g[0].Severity, code, total)
 		for i, f := range g {
 			if max > 0 && i == max {
-				fmt.Fprintf(w, "    … %d more (use --max 0 to list all)\n", len(g)-max)
+				fmt.Fprintf(w, "    … %d more (use --max 0 to list all)\n", total-max)
 				break
 			}
 			where := fmt.Sprintf("record %d", f.Record)
@@ -476,6 +510,9 @@ func writeCheckJSON(w io.Writer, reports []*checkReport) {
 	for _, r := range reports {
 		if r.Findings == nil {
 			r.Findings = []checkFinding{}
+		}
+		if r.Counts == nil {
+			r.Counts = map[string]int{}
 		}
 	}
 	out := struct {

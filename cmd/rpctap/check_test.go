@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/protocol"
 )
 
 // line is one frame of a test cassette.
@@ -374,5 +376,46 @@ func TestCheckRealPeers(t *testing.T) {
 				t.Logf("%s %s record %d: %s", v.Severity, v.Code, v.Record, v.Message)
 			}
 		})
+	}
+}
+
+// panicProto is a protocol with a bug: check must turn it into one line.
+type panicProto struct{ protocol.Protocol }
+
+func (panicProto) Validate(protocol.Dir, []byte, protocol.Info) []protocol.Violation {
+	panic("validator bug")
+}
+
+func TestCheckValidatorPanic(t *testing.T) {
+	jr, _ := protocol.Lookup("jsonrpc")
+	p := writeCassette(t, t.TempDir(), "x.cassette", "", cleanACP)
+	_, err := checkFileSafe(p, panicProto{jr})
+	var ie *internalError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "validator bug") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("got %v", err)
+	}
+	if exitCode(err) != ExitInternal {
+		t.Errorf("exit %d, want %d", exitCode(err), ExitInternal)
+	}
+}
+
+func TestCheckCapsFindings(t *testing.T) {
+	var frames []line
+	for i := 0; i < maxFindingsPerCode+50; i++ {
+		frames = append(frames, line{cassette.DirOut, "log line"})
+	}
+	p := writeCassette(t, t.TempDir(), "noisy.cassette", "", frames)
+	jr, _ := protocol.Lookup("jsonrpc") // detection would call a session of log lines raw
+	rep, err := checkFile(p, jr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Counts["session.non-json-stdout"] != maxFindingsPerCode+50 || len(rep.Findings) != maxFindingsPerCode || rep.Errors != maxFindingsPerCode+50 {
+		t.Errorf("counts %v, kept %d, errors %d", rep.Counts, len(rep.Findings), rep.Errors)
+	}
+	var out bytes.Buffer
+	writeCheckText(&out, rep, 3)
+	if !strings.Contains(out.String(), "error session.non-json-stdout (10050)") || !strings.Contains(out.String(), "… 10047 more") {
+		t.Errorf("text report:\n%s", out.String())
 	}
 }
