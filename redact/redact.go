@@ -13,8 +13,9 @@
 //     password, api_key (apiKey), authorization, session_token (brainwires),
 //     access_token, refresh_token, client_secret, cookie, set_cookie,
 //     x_api_key, proxy_authorization, and any key added with Options.Keys;
-//   - every value inside an "env" object (MCP server env) and the "value" of
-//     each {"name":..,"value":..} in an "env" array (ACP EnvVariable);
+//   - every value inside an "env" object (MCP server env), the "value" of
+//     each {"name":..,"value":..} in an "env" array (ACP EnvVariable) and
+//     each string of an "env" array ("KEY=value", Docker style);
 //   - the "value" of a {"name":..,"value":..} object whose name is a secret
 //     key (ACP mcpServers HTTP headers: [{"name":"Authorization","value":..}]);
 //   - the params of an ACP "authenticate" request, except "methodId";

@@ -26,6 +26,8 @@ func TestLine(t *testing.T) {
 		// ACP env array and HTTP headers array.
 		{`{"method":"session/new","params":{"mcpServers":[{"name":"gh","command":"gh","args":[],"env":[{"name":"GH_TOKEN","value":"t1"},{"name":"DEBUG","value":"1"}]},{"type":"http","name":"api","url":"https://x","headers":[{"name":"Authorization","value":"Bearer q"},{"name":"Accept","value":"json"},{"value":"c=1","name":"Cookie"},{"name":"X-Api-Key","value":"k"}]}]}}`,
 			`{"method":"session/new","params":{"mcpServers":[{"name":"gh","command":"gh","args":[],"env":[{"name":"GH_TOKEN","value":"[REDACTED]"},{"name":"DEBUG","value":"[REDACTED]"}]},{"type":"http","name":"api","url":"https://x","headers":[{"name":"Authorization","value":"[REDACTED]"},{"name":"Accept","value":"json"},{"value":"[REDACTED]","name":"Cookie"},{"name":"X-Api-Key","value":"[REDACTED]"}]}]}}`},
+		// Docker-style env list of strings.
+		{`{"env":["GH_TOKEN=x", "DEBUG=1", null]}`, `{"env":["[REDACTED]", "[REDACTED]", null]}`},
 		// Header object form.
 		{`{"headers":{"Authorization":"Bearer q","Content-Type":"json"}}`, `{"headers":{"Authorization":"[REDACTED]","Content-Type":"json"}}`},
 		// ACP authenticate: params except methodId, whatever the key order.

@@ -230,6 +230,9 @@ func (w *walker) array(i, depth int, c ctx) (int, bool) {
 		if !ok {
 			return ve, false
 		}
+		if c == ctxEnvArray && w.b[vs] == '"' {
+			w.add(vs, ve) // "env": ["KEY=value", ...] (Docker style)
+		}
 		i = skipWS(w.b, ve)
 		if i >= len(w.b) {
 			return i, false
