@@ -150,8 +150,10 @@ func TestTrafficCaptures(t *testing.T) {
 				all++
 				if v.Severity == SevError {
 					errs++
+					t.Errorf("end: %s: %s", v.Code, v.Message)
+				} else {
+					t.Logf("end: %s %s: %s", v.Severity, v.Code, v.Message)
 				}
-				t.Logf("end: %s %s: %s", v.Severity, v.Code, v.Message)
 			}
 			t.Logf("%d frames, %d findings, %d errors", len(seq), all, errs)
 		})
