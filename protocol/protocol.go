@@ -9,6 +9,13 @@
 //   - session rules (Session): handshake first, ids paired per direction,
 //     responses to unknown ids, duplicate in-flight ids, requests unanswered
 //     at the end, frames over the protocol's size limit, non-JSON on stdout.
+//
+// The Session is generic: a protocol steers it through optional interfaces
+// (state.go): Handshaker (which frame opens the session and from which
+// side), HandshakeExempter (frames allowed before it), Pairer (how a
+// response names its request, when the per-direction id default does not
+// fit) and NonJSONAccepter (raw). NewDetector picks a protocol from a
+// session's first frames. Codes and severities: docs/protocols.md.
 package protocol
 
 // Dir is the direction a frame travelled.
