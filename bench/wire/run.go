@@ -18,6 +18,7 @@ type meas struct {
 	CPUNs    int64 // relay CPU (rpctap + sink, or both cats)
 	MainHWM  int64 // KiB, relay process(es)
 	SinkHWM  int64 // KiB, rpctap's children other than the bench child
+	Shared   int64 // KiB, peak with the binary's shared file pages counted once (sampled)
 	Cassette int64 // bytes; -1 when the set-up writes none
 }
 
@@ -27,10 +28,10 @@ type zstdRun struct {
 }
 
 type rssRow struct {
-	Setup            string
-	Size             int64
-	MainHWM, SinkHWM int64
-	Err              string
+	Setup                    string
+	Size                     int64
+	MainHWM, SinkHWM, Shared int64
+	Err                      string
 }
 
 type report struct {
@@ -270,7 +271,7 @@ func (r *runner) rssWorkload() {
 				row.Err = oneLine(err.Error())
 				r.fail("rss", fmt.Sprintf("%s %d MB", name, size/1e6), err)
 			} else {
-				row.MainHWM, row.SinkHWM = m.MainHWM, m.SinkHWM
+				row.MainHWM, row.SinkHWM, row.Shared = m.MainHWM, m.SinkHWM, m.Shared
 				fmt.Fprintf(r.log, "wire: rss %s %4d MB: main %.1f MiB sink %.1f MiB (%.0f MB/s)\n",
 					name, size/1e6, mib(m.MainHWM), mib(m.SinkHWM), mbps(m.Res))
 			}
@@ -390,6 +391,7 @@ func (r *runner) session(s setup, w string, p params, rep int, stall time.Durati
 	}
 	m.Res, m.CPUNs = res, cpu
 	m.MainHWM, m.SinkHWM, _, _ = l.mem()
+	m.Shared = l.sharedPeak()
 	r.noteStderr(w, s.Name, l.stderr())
 	if os.Getenv("WIREBENCH_DEBUG") != "" {
 		fmt.Fprintf(r.log, "debug %s/%s: hwm %v exe %v cpu %v child %v raw %d\n", w, s.Name, l.hwm, l.exe,

@@ -59,6 +59,8 @@ type launched struct {
 
 	mu      sync.Mutex
 	hwm     map[int]int64  // peak VmHWM (KiB) seen per pid
+	anon    map[int]int64  // peak RssAnon (KiB) sampled per pid
+	file    map[int]int64  // peak RssFile (KiB) sampled per pid (the binary's pages, shared between rpctap and its sink)
 	rss     map[int]int64  // last VmRSS (KiB) per pid
 	exe     map[int]string // last exe seen per pid
 	stop    chan struct{}
@@ -78,7 +80,7 @@ func pipe() (r, w *os.File) {
 func start(s setup, childArgv []string, rpctap, cassette, replay, tmp string) (*launched, error) {
 	self := childArgv[0]
 	l := &launched{selfExe: self, cassette: cassette,
-		hwm: map[int]int64{}, rss: map[int]int64{}, exe: map[int]string{},
+		hwm: map[int]int64{}, rss: map[int]int64{}, exe: map[int]string{}, anon: map[int]int64{}, file: map[int]int64{},
 		stop: make(chan struct{}), stopped: make(chan struct{})}
 	errf, err := os.CreateTemp(tmp, "stderr-*")
 	if err != nil {
@@ -199,19 +201,49 @@ func (l *launched) sample() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, pid := range pids {
-		hwm, rss, ok := procMem(pid)
+		pm, ok := procMem(pid)
 		if !ok {
 			l.rss[pid] = 0 // gone (or a zombie): it holds no memory now
 			continue
 		}
+		hwm, rss := pm.hwm, pm.rss
 		if hwm > l.hwm[pid] {
 			l.hwm[pid] = hwm
 		}
+		l.anon[pid] = max(l.anon[pid], pm.anon)
+		l.file[pid] = max(l.file[pid], pm.file)
 		l.rss[pid] = rss
 		if exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe"); err == nil {
 			l.exe[pid] = exe
 		}
 	}
+}
+
+// sharedPeak returns the peak memory of the relay and its sinks with the
+// binary's file pages (shared by rpctap and its sink, both the same
+// executable) counted once: the sum of the sampled peak RssAnon plus the
+// largest sampled RssFile.
+func (l *launched) sharedPeak() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var anon, file int64
+	for pid := range l.hwm {
+		if l.exe[pid] == l.selfExe && !l.isRelay(pid) {
+			continue // the bench child
+		}
+		anon += l.anon[pid]
+		file = max(file, l.file[pid])
+	}
+	return anon + file
+}
+
+func (l *launched) isRelay(pid int) bool {
+	for _, c := range l.overhead {
+		if c.Process != nil && c.Process.Pid == pid {
+			return true
+		}
+	}
+	return false
 }
 
 // mem returns peak KiB of the relay process(es) and of rpctap's other
@@ -257,10 +289,12 @@ func childrenOf(pid int) []int {
 	return out
 }
 
-func procMem(pid int) (hwm, rss int64, ok bool) {
+type procMemInfo struct{ hwm, rss, anon, file int64 }
+
+func procMem(pid int) (m procMemInfo, ok bool) {
 	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
-		return 0, 0, false
+		return m, false
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -268,13 +302,17 @@ func procMem(pid int) (hwm, rss int64, ok bool) {
 		line := sc.Bytes()
 		switch {
 		case bytes.HasPrefix(line, []byte("VmHWM:")):
-			hwm = kib(line[6:])
+			m.hwm = kib(line[6:])
 			ok = true
 		case bytes.HasPrefix(line, []byte("VmRSS:")):
-			rss = kib(line[6:])
+			m.rss = kib(line[6:])
+		case bytes.HasPrefix(line, []byte("RssAnon:")):
+			m.anon = kib(line[8:])
+		case bytes.HasPrefix(line, []byte("RssFile:")):
+			m.file = kib(line[8:])
 		}
 	}
-	return hwm, rss, ok
+	return m, ok
 }
 
 func kib(b []byte) int64 {
