@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/rpctap/rpctap/cassette"
@@ -20,6 +21,8 @@ type catOptions struct {
 	Dir    string // in, out or err: only records of this direction
 	Conn   int    // socket mode: only this connection (-1: any)
 	Width  int    // table: bytes of payload shown
+	Follow bool   // keep printing records appended to a cassette being written
+	poll   time.Duration
 }
 
 func init() {
@@ -40,13 +43,16 @@ redacted. In socket mode pick the connection with --conn.
 
 A cassette that is still being written, or whose recorder was killed, is
 printed up to its last complete record, followed by a warning on stderr
-("truncated after record N"); the exit status is still 0. Exit status 4 when
+("truncated after record N"); the exit status is still 0. With --follow,
+cat keeps printing the records of a recording in progress as they are
+written, and stops at its end record (or when interrupted). Exit status 4 when
 a file is missing, unreadable, damaged, not a cassette, or from a newer
 rpctap.`,
 		Example: `  rpctap cat session.cassette | jq -c 'select(.k=="frame") | .json'
   rpctap cat --format table session.cassette
   rpctap cat --raw --dir in session.cassette > stdin.bin
-  rpctap cat --raw --dir out --conn 2 socket.cassette`,
+  rpctap cat --raw --dir out --conn 2 socket.cassette
+  rpctap cat -f --format table "$RPCTAP_DIR"/latest.cassette`,
 		Flags: func(fs *pflag.FlagSet) func([]string, Stdio) error {
 			o := &catOptions{}
 			fs.StringVar(&o.Format, "format", "json", "output format: json or table")
@@ -54,6 +60,7 @@ rpctap.`,
 			fs.StringVar(&o.Dir, "dir", "", "only records of this direction: in, out or err")
 			fs.IntVar(&o.Conn, "conn", -1, "only records of this connection (socket mode)")
 			fs.IntVar(&o.Width, "width", 60, "table: bytes of each payload shown")
+			fs.BoolVarP(&o.Follow, "follow", "f", false, "keep printing records as they are recorded, until the end record (like tail -f)")
 			return func(args []string, stdio Stdio) error { return runCat(o, args, stdio) }
 		},
 	})
@@ -77,8 +84,8 @@ func runCat(o *catOptions, files []string, stdio Stdio) error {
 	if o.Raw && o.Format != "json" {
 		return Usagef("--raw and --format cannot be used together")
 	}
-	if o.Raw && len(files) > 1 {
-		return Usagef("--raw takes one cassette")
+	if (o.Raw || o.Follow) && len(files) > 1 {
+		return Usagef("--raw and --follow take one cassette")
 	}
 	out := bufio.NewWriterSize(stdio.Out, 64<<10)
 	for _, f := range files {
@@ -96,6 +103,9 @@ func runCat(o *catOptions, files []string, stdio Stdio) error {
 // catFile prints one cassette. Output is flushed by the caller; the warning
 // about a cut comes after the records it follows.
 func catFile(o *catOptions, path string, out *bufio.Writer, errw io.Writer, many bool) error {
+	if o.Follow {
+		return catFollow(o, path, out)
+	}
 	r, err := cassette.Open(path)
 	if err != nil {
 		return Inputf("%s: %v", path, describeCassetteErr(err))
@@ -132,24 +142,11 @@ func catFile(o *catOptions, path string, out *bufio.Writer, errw io.Writer, many
 		if !o.match(rec) {
 			continue
 		}
-		switch {
-		case o.Raw:
-			if rec.K == cassette.KindEvent && rec.Ev == cassette.EventGap {
-				gaps += rec.Bytes
-			}
-			if rec.K == cassette.KindFrame || rec.K == cassette.KindStderr {
-				t.buf = rec.AppendLine(t.buf[:0])
-				if _, err := out.Write(t.buf); err != nil {
-					return err
-				}
-			}
-		case o.Format == "table":
-			t.row(out, rec)
-		default:
-			out.Write(r.Line())
-			if err := out.WriteByte('\n'); err != nil {
-				return err
-			}
+		if rec.K == cassette.KindEvent && rec.Ev == cassette.EventGap && o.Raw {
+			gaps += rec.Bytes
+		}
+		if err := o.print(out, t, rec, r.Line()); err != nil {
+			return err
 		}
 	}
 	if gaps > 0 {
@@ -159,6 +156,86 @@ func catFile(o *catOptions, path string, out *bufio.Writer, errw io.Writer, many
 		fmt.Fprintf(errw, "rpctap: warning: %s: %d bytes of %q were forwarded but not recorded (gap); the output lacks them\n", path, gaps, o.Dir)
 	}
 	return nil
+}
+
+// print writes one record in the chosen form; line is its stored JSON line
+// (nil: encode it, which gives the same bytes for a cassette rpctap wrote).
+func (o *catOptions) print(out *bufio.Writer, t *tableState, rec *cassette.Record, line []byte) error {
+	switch {
+	case o.Raw:
+		if rec.K == cassette.KindFrame || rec.K == cassette.KindStderr {
+			t.buf = rec.AppendLine(t.buf[:0])
+			_, err := out.Write(t.buf)
+			return err
+		}
+		return nil
+	case o.Format == "table":
+		t.row(out, rec)
+		return nil
+	default:
+		if line == nil {
+			t.buf = rec.AppendJSON(t.buf[:0])
+			line = t.buf
+		}
+		out.Write(line)
+		return out.WriteByte('\n')
+	}
+}
+
+// catFollow prints a cassette and then the records appended to it, polling
+// its index (a few reads per poll: only what follows the last index frame is
+// read again), until the end record. Output is flushed after each poll that
+// printed something, so a pipe sees records as they are recorded. It ends
+// only at the end record, a read error or a signal (like tail -f on a file
+// whose writer was killed).
+func catFollow(o *catOptions, path string, out *bufio.Writer) error {
+	x, err := cassette.OpenIndex(path)
+	if err != nil {
+		return Inputf("%s: %v", path, describeCassetteErr(err))
+	}
+	defer x.Close()
+	if o.Raw && x.Header().Mode == "socket" && o.Conn < 0 {
+		return Usagef("%s records several connections (socket mode); choose one with --conn N", path)
+	}
+	poll := o.poll
+	if poll == 0 {
+		poll = 200 * time.Millisecond
+	}
+	t := &tableState{width: o.Width}
+	var next uint64
+	for {
+		for {
+			recs, err := x.Records(next, 1024)
+			if err != nil {
+				out.Flush()
+				return Inputf("%s: %v", path, err)
+			}
+			if len(recs) == 0 {
+				break
+			}
+			for i := range recs {
+				if o.match(&recs[i]) {
+					if err := o.print(out, t, &recs[i], nil); err != nil {
+						return err
+					}
+				}
+			}
+			next += uint64(len(recs))
+		}
+		if err := out.Flush(); err != nil {
+			return err
+		}
+		if x.Ended() && next >= x.Len() {
+			return nil
+		}
+		if terr := x.TailError(); terr != nil {
+			return Inputf("%s: %v", path, terr)
+		}
+		time.Sleep(poll)
+		if _, err := x.Refresh(); err != nil {
+			return Inputf("%s: %v", path, err)
+		}
+	}
 }
 
 // match applies --dir and --conn. With --dir, records without a direction

@@ -10,7 +10,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/rogpeppe/go-internal/txtar"
@@ -488,5 +490,75 @@ func TestCatSocketConn(t *testing.T) {
 	out, _, _ = catMain("cat", "--format", "table", "--conn", "1", path)
 	if strings.Count(out, "frame#1") != 2 || strings.Contains(out, "frame#2") {
 		t.Errorf("table --conn 1:\n%s", out)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestCatFollow: --follow prints records while they are recorded and ends
+// at the end record; its JSON output equals the finished file's content.
+func TestCatFollow(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "live.cassette")
+	w, err := cassette.Create(path, cassette.Header{}, &cassette.Options{FrameSize: 2048})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errb syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		o := &catOptions{Format: "json", Conn: -1, Width: 60, Follow: true, poll: 2 * time.Millisecond}
+		done <- runCat(o, []string{path}, Stdio{Out: &out, Err: &errb})
+	}()
+	for i := 0; i < 200; i++ {
+		r := cassette.NewLineRecord(cassette.KindFrame, cassette.DirOut, []byte(`{"i":`+strconv.Itoa(i)+`,"pad":"`+strings.Repeat("x", i%50)+`"}`), "\n")
+		r.T = int64(i) * 1000
+		w.Append(&r)
+		w.Flush()
+		if i == 100 { // records show up before the recording ends
+			deadline := time.Now().Add(10 * time.Second)
+			for !strings.Contains(out.String(), `{"i":100,`) {
+				if time.Now().After(deadline) {
+					t.Fatalf("record 100 not printed while recording; got %d lines", strings.Count(out.String(), "\n"))
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}
+	select {
+	case <-done:
+		t.Fatal("follow ended before the end record")
+	case <-time.After(20 * time.Millisecond):
+	}
+	w.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("follow did not end at the end record")
+	}
+	raw, _ := os.ReadFile(path)
+	d, _ := zstd.NewReader(nil)
+	defer d.Close()
+	want, _ := d.DecodeAll(raw, nil)
+	if out.String() != string(want) || errb.String() != "" {
+		t.Errorf("follow output differs from the file's content (%d vs %d bytes), stderr %q", len(out.String()), len(want), errb.String())
 	}
 }
