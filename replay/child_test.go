@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -511,5 +512,24 @@ func TestRedactValue(t *testing.T) {
 	want := `{"apiKey":"[REDACTED]","cmd":{"env":[{"name":"TOKEN","value":"[REDACTED]"}]},"env":{"HOME":"[REDACTED]"},"headers":[{"name":"Authorization","value":"[REDACTED]"},{"name":"Accept","value":"json"}],"token":""}`
 	if got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}
+
+func TestChildLongFramesAndParts(t *testing.T) {
+	big := strings.Repeat("x", 3<<20) // 3 MiB, beyond any buffer
+	b := newBuilder("synaps")
+	b.frame(cassette.DirIn, []byte(`{"type":"prompt","id":"p","message":"`+big+`"}`))
+	// The child's answer was recorded in two parts (a line longer than the
+	// recorder holds whole).
+	resp := `{"type":"response","id":"p","command":"prompt","echo":"` + big + `"}`
+	r1 := cassette.NewLineRecord(cassette.KindFrame, cassette.DirOut, []byte(resp[:1<<20]), "")
+	r1.Part = true
+	b.add(r1)
+	b.add(cassette.NewLineRecord(cassette.KindFrame, cassette.DirOut, []byte(resp[1<<20:]), "\n"))
+	p := startPeer(t, b.end(), WithSpeed(0))
+	go io.WriteString(p.c.Stdin, `{"type":"prompt","id":"live","message":"`+big+`"}`+"\n")
+	r := p.recv()
+	if r["id"] != "live" || r["echo"] != big {
+		t.Fatalf("id %v, echo of %d bytes", r["id"], len(fmt.Sprint(r["echo"])))
 	}
 }
