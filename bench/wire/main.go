@@ -97,11 +97,11 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.SaveCap, "save-capture", "", "save the bytes of the mix and mixstream warm-up sessions (both directions, in order) as DIR/WORKLOAD.ndjson, for profiling")
 	fs.Int64Var(&c.Seed, "seed", 1, "data seed")
 	fs.IntVar(&c.PingN, "ping-n", 0, "round trips per ping session (default 10000, quick 1000)")
-	fs.IntVar(&c.MixTurns, "mix-turns", 0, "turns per agent-mix session (default 800, quick 80)")
-	fs.Int64Var(&c.StreamBytes, "stream-bytes", 0, "bytes per mixstream session (default 64 MB, quick 8 MB)")
-	fs.IntVar(&c.MBFrames, "mb-frames", 0, "1 MiB frames per mb session (default 128, quick 16)")
-	rss := fs.String("rss-sizes", "", "session sizes (MB) of the rss workload (default 10,100,1074; quick 4,32)")
-	fs.DurationVar(&c.Stall, "stall", 0, "how long the stall workload stops reading (default 2s, quick 300ms)")
+	fs.IntVar(&c.MixTurns, "mix-turns", 0, "turns per agent-mix session (default 800, quick 40)")
+	fs.Int64Var(&c.StreamBytes, "stream-bytes", 0, "bytes per mixstream session (default 64 MB, quick 4 MB)")
+	fs.IntVar(&c.MBFrames, "mb-frames", 0, "1 MiB frames per mb session (default 128, quick 8)")
+	rss := fs.String("rss-sizes", "", "session sizes (MB) of the rss workload (default 10,100,1074; quick 2,16)")
+	fs.DurationVar(&c.Stall, "stall", 0, "how long the stall workload stops reading (default 2s, quick 200ms)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -123,8 +123,8 @@ func parseFlags(args []string) (config, error) {
 	}
 	def(&c.Reps, 5, 3)
 	def(&c.PingN, 10000, 1000)
-	def(&c.MixTurns, 800, 80)
-	def(&c.MBFrames, 128, 16)
+	def(&c.MixTurns, 800, 40)
+	def(&c.MBFrames, 128, 8)
 	bigEvery := c.MixTurns / 5
 	if c.Quick {
 		bigEvery = c.MixTurns / 2
@@ -133,22 +133,22 @@ func parseFlags(args []string) (config, error) {
 	if c.StreamBytes == 0 {
 		c.StreamBytes = 64e6
 		if c.Quick {
-			c.StreamBytes = 8e6
+			c.StreamBytes = 4e6
 		}
 	}
 	if c.Stall == 0 {
 		c.Stall = 2 * time.Second
 		if c.Quick {
-			c.Stall = 300 * time.Millisecond
+			c.Stall = 200 * time.Millisecond
 		}
 	}
 	c.StallBytes = 256e6
 	c.PoolSize = 48 << 20
 	sizes := "10,100,1074"
 	if c.Quick {
-		c.StallBytes = 32e6
+		c.StallBytes = 16e6
 		c.PoolSize = 12 << 20
-		sizes = "4,32"
+		sizes = "2,16"
 	}
 	if *rss != "" {
 		sizes = *rss

@@ -91,8 +91,8 @@ func (rp *report) markdown() string {
 
 	if len(rp.runs["ping"]) > 0 {
 		p("#### 200-byte ping-pong: round-trip latency (µs), %d round trips per session\n\n", cfg.PingN)
-		p("| set-up | p50 | p99 | p99.9 | added p50 vs direct | added p99 vs direct | added p50 ÷ cat's | added p99 ÷ cat's |\n")
-		p("|---|---|---|---|---|---|---|---|\n")
+		p("| set-up | p50 | p99 | p99.9 | p50 ÷ direct | p50 ÷ cat | added p50 vs direct | added p99 vs direct | added p50 ÷ cat's | added p99 ÷ cat's |\n")
+		p("|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, s := range rp.setups {
 			if len(rp.bySetup("ping", s.Name)) == 0 {
 				continue
@@ -102,8 +102,11 @@ func (rp *report) markdown() string {
 				return rp.paired("ping", s.Name, "direct", func(m, d meas) float64 { return rp.pingQ(m, q) - rp.pingQ(d, q) })
 			}
 			vsCat := func(q float64) spread { return rp.addedRatio("ping", s.Name, q) }
-			p("| %s | %s | %s | %s | %s | %s | %s | %s |\n", s.Name, q(.5).fmt(1), q(.99).fmt(1), q(.999).fmt(1),
-				added(.5).fmt(1), added(.99).fmt(1), vsCat(.5).fmt(2), vsCat(.99).fmt(2))
+			rel := func(base string) spread {
+				return rp.paired("ping", s.Name, base, func(m, b meas) float64 { return rp.pingQ(m, .5) / rp.pingQ(b, .5) })
+			}
+			p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", s.Name, q(.5).fmt(1), q(.99).fmt(1), q(.999).fmt(1),
+				rel("direct").fmt(2), rel("cat").fmt(2), added(.5).fmt(1), added(.99).fmt(1), vsCat(.5).fmt(2), vsCat(.99).fmt(2))
 		}
 		p("\n")
 	}
