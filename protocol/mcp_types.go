@@ -27,7 +27,7 @@ var (
 	mcpResourceBody = jAnyOf("ResourceContents", mcpTextResource, mcpBlobResource)
 
 	mcpResourceFields = []field{metaField, must("uri", jString), must("name", jString), may("title", jString),
-		may("description", jString), may("mimeType", jString), may("size", jNumber), mcpAnnotations, mcpIcons}
+		may("description", jString), may("mimeType", jString), may("size", jInteger), mcpAnnotations, mcpIcons}
 
 	mcpContentBlock = jTagged("ContentBlock", "type", map[string]shape{
 		"text":          jObj("TextContent", must("text", jString), mcpAnnotations),
