@@ -69,6 +69,14 @@ func keyOf(r *cassette.Record, dir cassette.Dir) pairKey {
 	return pairKey{conn: r.Conn, dir: dir, id: r.Method, byM: true}
 }
 
+// Skip moves past records that cannot be read (a damaged frame): the next
+// record Add expects is n.
+func (a *Analysis) Skip(n uint64) {
+	if n > a.next {
+		a.next = n
+	}
+}
+
 // Add feeds the next record. Records must come in order, each once.
 func (a *Analysis) Add(rec *cassette.Record) {
 	r := *rec

@@ -67,3 +67,13 @@ func (s *IndexSource) Truncated() string {
 
 // Close releases the file.
 func (s *IndexSource) Close() error { return s.X.Close() }
+
+// FrameSpan implements FrameSpanner from the index's frame table.
+func (s *IndexSource) FrameSpan(n int) (first, count int, ok bool) {
+	for _, f := range s.X.Frames() {
+		if uint64(n) >= f.First && uint64(n) < f.First+f.Count {
+			return int(f.First), int(f.Count), true
+		}
+	}
+	return 0, 0, false
+}

@@ -197,24 +197,54 @@ func (s *Store) Row(i int) (Row, bool) {
 	return row, true
 }
 
+// KindUnreadable marks rows whose record could not be decoded (a damaged
+// cassette); their Label says why.
+const KindUnreadable cassette.Kind = "unreadable"
+
+// FrameSpanner is implemented by sources that can say which records share
+// the compressed frame holding record n, so that damage skips a frame at a
+// time.
+type FrameSpanner interface {
+	FrameSpan(n int) (first, count int, ok bool)
+}
+
 func (s *Store) loadPage(p int) []Row {
 	from := p * pageRows
-	start := max(from-1, 0) // one more for the first delta
-	recs, err := s.Records(start, from+pageRows-start)
-	if err != nil {
-		return nil
-	}
+	s.mu.Lock()
+	end := min(from+pageRows, s.n)
+	s.mu.Unlock()
+	pos := max(from-1, 0) // one more for the first delta
 	rows := make([]Row, 0, pageRows)
 	prevT := int64(0)
-	for i := range recs {
-		r := recs[i]
-		if int(r.N) < from && start < from {
+	for pos < end {
+		recs, err := s.Records(pos, end-pos)
+		for i := range recs {
+			r := recs[i]
+			if int(r.N) >= from {
+				s.classify.Fill(&r)
+				rows = append(rows, Summarize(&r, prevT))
+			}
 			prevT = r.T
+		}
+		pos += len(recs)
+		if err == nil {
+			if len(recs) == 0 {
+				break
+			}
 			continue
 		}
-		s.classify.Fill(&r)
-		rows = append(rows, Summarize(&r, prevT))
-		prevT = r.T
+		// Damage: show what cannot be read, skip its frame, go on.
+		skip := pos + 1
+		if fs, ok := s.src.(FrameSpanner); ok {
+			if first, count, ok := fs.FrameSpan(pos); ok && first+count > pos {
+				skip = first + count
+			}
+		}
+		for ; pos < min(skip, end); pos++ {
+			if pos >= from {
+				rows = append(rows, Row{N: uint64(pos), T: prevT, K: KindUnreadable, Label: "unreadable: " + err.Error()})
+			}
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -259,8 +289,23 @@ func (s *Store) Scan(max int) bool {
 	for count > 0 {
 		step := min(count, scanBatch)
 		recs, err := s.Records(from, step)
-		if err != nil || len(recs) == 0 {
-			return true
+		if len(recs) == 0 {
+			if err == nil {
+				return true
+			}
+			// Damage: skip the frame that cannot be read and go on.
+			skip := from + 1
+			if fs, ok := s.src.(FrameSpanner); ok {
+				if first, n, ok := fs.FrameSpan(from); ok && first+n > from {
+					skip = first + n
+				}
+			}
+			s.mu.Lock()
+			s.an.Skip(uint64(skip))
+			s.mu.Unlock()
+			count -= skip - from
+			from = skip
+			continue
 		}
 		// Classify outside the lock (it is the costly part), then add.
 		cl := make([]cassette.Record, len(recs))
