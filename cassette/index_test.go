@@ -425,3 +425,49 @@ func TestIndexConcurrent(t *testing.T) {
 		t.Errorf("final: %d records, ended %v", x.Len(), x.Ended())
 	}
 }
+
+// TestIndexTailEvicted: the open tail frame, evicted from a small cache, is
+// decoded again from its complete blocks.
+func TestIndexTailEvicted(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "live.cassette")
+	w, err := Create(path, Header{}, &Options{FrameSize: 4 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newAgentMix(5)
+	var want [][]byte
+	for i := 0; i < 203; i++ {
+		r := g.record()
+		w.Append(&r)
+		want = append(want, r.AppendJSON(nil))
+		if i%2 == 1 {
+			w.Flush()
+		}
+	}
+	w.Flush()
+	for !w.frameOpen { // leave the last frame open (no Close)
+		r := g.record()
+		w.Append(&r)
+		want = append(want, r.AppendJSON(nil))
+		w.Flush()
+	}
+	x, err := OpenIndex(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	fr := x.Frames()
+	if fr[len(fr)-1].Closed {
+		t.Fatal("the last frame should be open")
+	}
+	x.cache.max = 1 // keep one frame only
+	for _, from := range []uint64{1, x.Len() - 1, 1, x.Len() - 2} {
+		recs, err := x.Records(from, 1)
+		if err != nil || len(recs) != 1 || !bytes.Equal(recs[0].AppendJSON(nil), want[from-1]) {
+			t.Fatalf("Records(%d): %v %d", from, err, len(recs))
+		}
+	}
+	if n := uint64(len(want) + 1); x.Len() != n || x.Truncated() == nil || x.Truncated().Records != n {
+		t.Errorf("len %d trunc %v", x.Len(), x.Truncated())
+	}
+}
