@@ -45,20 +45,21 @@ A cassette that is still being written, or whose recorder was killed, is
 printed up to its last complete record, followed by a warning on stderr
 ("truncated after record N"); the exit status is still 0. With --follow,
 cat keeps printing the records of a recording in progress as they are
-written, and stops at its end record (or when interrupted). Exit status 4 when
-a file is missing, unreadable, damaged, not a cassette, or from a newer
-rpctap.`,
+written, and stops at its end record (or when interrupted).
+
+Exit status 4 when a file is missing, unreadable, damaged, not a cassette,
+or from a newer rpctap.`,
 		Example: `  rpctap cat session.cassette | jq -c 'select(.k=="frame") | .json'
   rpctap cat --format table session.cassette
   rpctap cat --raw --dir in session.cassette > stdin.bin
   rpctap cat --raw --dir out --conn 2 socket.cassette
-  rpctap cat -f --format table "$RPCTAP_DIR"/latest.cassette`,
+  rpctap cat -f --format table session.cassette   # watch a recording`,
 		Flags: func(fs *pflag.FlagSet) func([]string, Stdio) error {
 			o := &catOptions{}
 			fs.StringVar(&o.Format, "format", "json", "output format: json or table")
 			fs.BoolVar(&o.Raw, "raw", false, "write the exact bytes of one direction (needs --dir)")
 			fs.StringVar(&o.Dir, "dir", "", "only records of this direction: in, out or err")
-			fs.IntVar(&o.Conn, "conn", -1, "only records of this connection (socket mode)")
+			fs.IntVar(&o.Conn, "conn", -1, "only records of this connection (socket mode; -1: all)")
 			fs.IntVar(&o.Width, "width", 60, "table: bytes of each payload shown")
 			fs.BoolVarP(&o.Follow, "follow", "f", false, "keep printing records as they are recorded, until the end record (like tail -f)")
 			return func(args []string, stdio Stdio) error { return runCat(o, args, stdio) }
