@@ -45,10 +45,12 @@ func startTapProc(t *testing.T, env []string, role string, args ...string) *tapP
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &tapProc{t: t, cmd: c, in: in, out: bufio.NewReader(out), outF: out, obs: obs}
+	p := &tapProc{t: t, cmd: c, in: in, out: newLineReader(out), outF: out, obs: obs}
 	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
 	return p
 }
+
+func newLineReader(r io.Reader) *bufio.Reader { return bufio.NewReader(r) }
 
 func (p *tapProc) expectLine(want string) {
 	p.t.Helper()
