@@ -56,18 +56,19 @@ func main() {
 }
 
 type config struct {
-	Quick     bool
-	Reps      int
-	Workloads []string
-	Setups    []string
-	Rpctap    string // prebuilt binary; empty: build ./cmd/rpctap
-	FwdArgs   string
-	Alt       string // a second rpctap binary measured beside the first
-	Doc       string
-	Keep      bool
-	SaveCap   string // directory to save the warm-up sessions' bytes in (for profiling)
-	Seed      int64
-	Command   string // how this run was invoked, for the report
+	Quick      bool
+	Reps       int
+	Workloads  []string
+	Setups     []string
+	Rpctap     string // prebuilt binary; empty: build ./cmd/rpctap
+	FwdArgs    string
+	Alt        string // a second rpctap binary measured beside the first
+	Interleave bool   // ping: all set-ups' sessions open at once, round trips taken in turn
+	Doc        string
+	Keep       bool
+	SaveCap    string // directory to save the warm-up sessions' bytes in (for profiling)
+	Seed       int64
+	Command    string // how this run was invoked, for the report
 
 	PingN       int
 	MixTurns    int
@@ -90,6 +91,7 @@ func parseFlags(args []string) (config, error) {
 	wl := fs.String("workload", strings.Join(allWorkloads, ","), "comma-separated workloads: "+strings.Join(allWorkloads, ", "))
 	su := fs.String("setups", "direct,cat,record,record-noredact,record-devnull,fwd,replay", "comma-separated set-ups (rpctap ones are skipped when the binary lacks the command)")
 	fs.StringVar(&c.Rpctap, "rpctap", "", "rpctap binary to measure (default: go build ./cmd/rpctap from this module)")
+	fs.BoolVar(&c.Interleave, "ping-interleave", true, "ping: keep every set-up's session open and take one round trip from each in turn (false: one set-up's session after another)")
 	fs.StringVar(&c.Alt, "alt", "", "a second rpctap `binary` (a candidate change): each rpctap set-up also runs with it, as NAME-alt, alternating in the same run")
 	fs.StringVar(&c.FwdArgs, "fwd-args", "record -o {exists} -- {child}", "rpctap arguments of the forwarding-only set-up ({exists}: a file that exists, so record cannot create its cassette and forwards only)")
 	fs.StringVar(&c.Doc, "doc", "", "also write the results into this markdown file between the bench markers")

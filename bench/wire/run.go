@@ -236,6 +236,10 @@ func (r *runner) workload(w string) {
 				r.rep.zstd[w] = append(r.rep.zstd[w], z)
 			}
 		}
+		if w == "ping" && r.cfg.Interleave {
+			r.pingInterleaved(p, rep, replaySrc)
+			continue
+		}
 		for i := 0; i < n; i++ {
 			s := r.rep.setups[(i+rep)%n] // rotate the order every repetition
 			if s.isReplay() && replaySrc == "" {
@@ -340,7 +344,35 @@ func (r *runner) progress(w string, rep int, m meas) {
 // warm-up. cassette names the cassette of a recording set-up (empty: a
 // temporary one) and the source of a replay set-up.
 func (r *runner) session(s setup, w string, p params, rep int, stall time.Duration, capture *[]byte, cassette string) (meas, error) {
-	m := meas{Setup: s.Name, Rep: rep, Cassette: -1}
+	o, err := r.open(s, w, p, rep, capture, cassette)
+	if err != nil {
+		return meas{}, err
+	}
+	var res *result
+	switch w {
+	case "ping":
+		res, err = runPing(o.c, p)
+	case "mix":
+		res, err = runMix(o.c, p, r.pool)
+	default:
+		res, err = runStream(o.c, p, stall)
+	}
+	return r.close(o, res, err)
+}
+
+// openSession is a started set-up whose workload has not run yet.
+type openSession struct {
+	s        setup
+	w        string
+	rep      int
+	l        *launched
+	c        *parentConn
+	cassette string
+	temp     bool
+	watchdog *time.Timer
+}
+
+func (r *runner) open(s setup, w string, p params, rep int, capture *[]byte, cassette string) (*openSession, error) {
 	replay := ""
 	if s.isReplay() {
 		replay = cassette
@@ -358,29 +390,28 @@ func (r *runner) session(s setup, w string, p params, rep int, stall time.Durati
 	}
 	l, err := start(s, argv, bin, cassette, replay, r.tmp)
 	if err != nil {
-		return m, err
+		return nil, err
 	}
 	c := &parentConn{in: &lineWriter{w: l.w}, out: newLineReader(l.r), l: l}
 	c.in.capture, c.out.capture = capture, capture
-	// A hung set-up must not hang the benchmark: killing its processes ends
-	// the parent's blocked read or write with an error.
-	watchdog := time.AfterFunc(sessionLimit, l.killProcs)
-	defer watchdog.Stop()
-	var res *result
-	switch w {
-	case "ping":
-		res, err = runPing(c, p)
-	case "mix":
-		res, err = runMix(c, p, r.pool)
-	default:
-		res, err = runStream(c, p, stall)
-	}
-	if err != nil {
+	return &openSession{s: s, w: w, rep: rep, l: l, c: c, cassette: cassette, temp: temp,
+		// A hung set-up must not hang the benchmark: killing its processes
+		// ends the parent's blocked read or write with an error.
+		watchdog: time.AfterFunc(sessionLimit, l.killProcs)}, nil
+}
+
+// close ends a session whose workload returned res (or failed with werr)
+// and takes its measurements.
+func (r *runner) close(o *openSession, res *result, werr error) (meas, error) {
+	defer o.watchdog.Stop()
+	s, l, w := o.s, o.l, o.w
+	m := meas{Setup: s.Name, Rep: o.rep, Cassette: -1}
+	if werr != nil {
 		l.kill()
 		if e := strings.TrimSpace(l.stderr()); e != "" {
-			err = fmt.Errorf("%v; stderr: %s", err, lastLines([]byte(e), 5))
+			werr = fmt.Errorf("%v; stderr: %s", werr, lastLines([]byte(e), 5))
 		}
-		return m, err
+		return m, werr
 	}
 	cpu, err := l.finish(30 * time.Second)
 	if err != nil {
@@ -397,15 +428,72 @@ func (r *runner) session(s setup, w string, p params, rep int, stall time.Durati
 		fmt.Fprintf(r.log, "debug %s/%s: hwm %v exe %v cpu %v child %v raw %d\n", w, s.Name, l.hwm, l.exe,
 			time.Duration(cpu), time.Duration(res.Child.CPUNs), res.Raw)
 	}
-	if cassette != "" && s.writesCassette() {
-		if st, err := os.Stat(cassette); err == nil {
+	if o.cassette != "" && s.writesCassette() {
+		if st, err := os.Stat(o.cassette); err == nil {
 			m.Cassette = st.Size()
 		}
-		if temp {
-			os.Remove(cassette)
+		if o.temp {
+			os.Remove(o.cassette)
 		}
 	}
 	return m, nil
+}
+
+// pingInterleaved runs one repetition of the ping workload with every
+// set-up's session open at once, taking one round trip from each in turn
+// (the order rotating every round), so that every set-up sees the same
+// moments of a noisy machine.
+func (r *runner) pingInterleaved(p params, rep int, replaySrc string) {
+	type live struct {
+		o  *openSession
+		pg *pinger
+	}
+	var ls []live
+	for i, n := 0, len(r.rep.setups); i < n; i++ {
+		s := r.rep.setups[(i+rep)%n]
+		src := ""
+		if s.isReplay() {
+			if replaySrc == "" {
+				continue
+			}
+			src = replaySrc
+		}
+		o, err := r.open(s, "ping", p, rep, nil, src)
+		if err != nil {
+			r.fail("ping", fmt.Sprintf("%s rep %d", s.Name, rep+1), err)
+			continue
+		}
+		pg, err := newPinger(o.c, p)
+		if err != nil {
+			r.close(o, nil, err)
+			r.fail("ping", fmt.Sprintf("%s rep %d", s.Name, rep+1), err)
+			continue
+		}
+		ls = append(ls, live{o, pg})
+	}
+	failed := make([]error, len(ls))
+	for i := 0; i < p.N; i++ {
+		for k := range ls {
+			j := (k + i) % len(ls)
+			if failed[j] == nil {
+				failed[j] = ls[j].pg.roundTrip(i)
+			}
+		}
+	}
+	for j, x := range ls {
+		var res *result
+		err := failed[j]
+		if err == nil {
+			res, err = x.pg.done()
+		}
+		m, err := r.close(x.o, res, err)
+		if err != nil {
+			r.fail("ping", fmt.Sprintf("%s rep %d", x.o.s.Name, rep+1), err)
+			continue
+		}
+		r.rep.runs["ping"] = append(r.rep.runs["ping"], m)
+		r.progress("ping", rep, m)
+	}
 }
 
 // sessionLimit bounds one session (the 1 GiB rss session included).

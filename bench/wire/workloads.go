@@ -73,36 +73,67 @@ func (c *parentConn) stats(id int, res *result) error {
 func (c *parentConn) moved() int64 { return c.in.n + c.out.n }
 
 func runPing(c *parentConn, p params) (*result, error) {
+	pg, err := newPinger(c, p)
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	for i := 0; i < p.N; i++ {
+		if err := pg.roundTrip(i); err != nil {
+			return nil, err
+		}
+	}
+	pg.res.Elapsed = time.Since(t0)
+	return pg.done()
+}
+
+// pinger drives the ping workload one round trip at a time.
+type pinger struct {
+	c      *parentConn
+	p      params
+	frames []byte
+	res    *result
+	m0     int64
+}
+
+func newPinger(c *parentConn, p params) (*pinger, error) {
 	sid := sessionID(p.Seed)
 	g := newTextGen(p.Seed*104729 + 3)
 	frames := make([]byte, 0, p.N*pingSize)
 	for i := 0; i < p.N; i++ {
 		frames = appendPing(frames, 2+i, sid, g)
 	}
-	res := &result{Lat: make([]int64, 0, p.N)}
 	if err := c.handshake(); err != nil {
 		return nil, err
 	}
-	m0 := c.moved()
-	t0 := time.Now()
-	for i := 0; i < p.N; i++ {
-		f := frames[i*pingSize : (i+1)*pingSize]
-		s := time.Now()
-		if err := c.in.write(f); err != nil {
-			return nil, err
-		}
-		line, err := c.out.next()
-		if err != nil {
-			return nil, fmt.Errorf("ping %d: %v", i, err)
-		}
-		res.Lat = append(res.Lat, int64(time.Since(s)))
-		if len(line) != pingSize || atoi(frameID(line)) != 2+i {
-			return nil, fmt.Errorf("ping %d: bad reply %.60q", i, line)
+	return &pinger{c: c, p: p, frames: frames, res: &result{Lat: make([]int64, 0, p.N)}, m0: c.moved()}, nil
+}
+
+func (pg *pinger) roundTrip(i int) error {
+	f := pg.frames[i*pingSize : (i+1)*pingSize]
+	s := time.Now()
+	if err := pg.c.in.write(f); err != nil {
+		return err
+	}
+	line, err := pg.c.out.next()
+	if err != nil {
+		return fmt.Errorf("ping %d: %v", i, err)
+	}
+	pg.res.Lat = append(pg.res.Lat, int64(time.Since(s)))
+	if len(line) != pingSize || atoi(frameID(line)) != 2+i {
+		return fmt.Errorf("ping %d: bad reply %.60q", i, line)
+	}
+	return nil
+}
+
+func (pg *pinger) done() (*result, error) {
+	pg.res.Payload = pg.c.moved() - pg.m0
+	if pg.res.Elapsed == 0 { // interleaved: the time spent in this session's round trips
+		for _, ns := range pg.res.Lat {
+			pg.res.Elapsed += time.Duration(ns)
 		}
 	}
-	res.Elapsed = time.Since(t0)
-	res.Payload = c.moved() - m0
-	return res, c.stats(2+p.N, res)
+	return pg.res, pg.c.stats(2+pg.p.N, pg.res)
 }
 
 var prefixPerm = []byte(`{"jsonrpc":"2.0","id":"perm-`)
