@@ -16,8 +16,8 @@ type Analysis struct {
 	next     uint64 // the record number Add expects next
 
 	inflight map[pairKey][]pending
-	reqs     []pairEntry // requests in record order; Partner 0 = unanswered so far
-	resps    []pairEntry // responses in record order; Partner 0 = no matching request
+	reqs     pairTable // requests in record order; Partner 0 = unanswered so far
+	resps    pairTable // responses in record order; Partner 0 = no matching request
 	viol     map[uint64][]uint64
 
 	stats Stats
@@ -44,6 +44,27 @@ type pairEntry struct {
 	N, Partner uint64
 	Lat        int64 // responses: ns since the request
 }
+
+// pairTable is an append-only table of pair entries kept in fixed chunks,
+// so that growing it never copies (nor briefly doubles) what it holds.
+type pairTable struct {
+	chunks [][]pairEntry
+	n      int
+}
+
+const pairChunk = 1 << 14
+
+func (t *pairTable) add(e pairEntry) int {
+	if t.n%pairChunk == 0 {
+		t.chunks = append(t.chunks, make([]pairEntry, 0, pairChunk))
+	}
+	c := &t.chunks[len(t.chunks)-1]
+	*c = append(*c, e)
+	t.n++
+	return t.n - 1
+}
+
+func (t *pairTable) at(i int) *pairEntry { return &t.chunks[i/pairChunk][i%pairChunk] }
 
 // NewAnalysis returns an empty analysis; classify may be nil when records
 // are known to be classified.
@@ -118,8 +139,8 @@ func (a *Analysis) Add(rec *cassette.Record) {
 	switch r.Kind {
 	case "request":
 		k := keyOf(&r, r.D)
-		a.reqs = append(a.reqs, pairEntry{N: r.N})
-		a.inflight[k] = append(a.inflight[k], pending{n: r.N, t: r.T, method: r.Method, idx: len(a.reqs) - 1})
+		idx := a.reqs.add(pairEntry{N: r.N})
+		a.inflight[k] = append(a.inflight[k], pending{n: r.N, t: r.T, method: r.Method, idx: idx})
 	case "response":
 		k := keyOf(&r, opposite(r.D))
 		q := a.inflight[k]
@@ -132,7 +153,8 @@ func (a *Analysis) Add(rec *cassette.Record) {
 				a.inflight[k] = q[1:]
 			}
 			e.Partner, e.Lat = p.n, r.T-p.t
-			a.reqs[p.idx].Partner, a.reqs[p.idx].Lat = r.N, r.T-p.t
+			req := a.reqs.at(p.idx)
+			req.Partner, req.Lat = r.N, r.T-p.t
 			if method == "" {
 				method = p.method
 			}
@@ -140,7 +162,7 @@ func (a *Analysis) Add(rec *cassette.Record) {
 		} else {
 			st.Orphans++
 		}
-		a.resps = append(a.resps, e)
+		a.resps.add(e)
 	}
 	if method == "" {
 		method = "(" + r.Kind + ")"
@@ -168,10 +190,11 @@ func (a *Analysis) methodStats(m string) *MethodStats {
 // Pair returns the record paired with record n (a request's response or a
 // response's request), if any, and the latency between them.
 func (a *Analysis) Pair(n uint64) (partner uint64, latency int64, ok bool) {
-	for _, tab := range [][]pairEntry{a.reqs, a.resps} {
-		i := sort.Search(len(tab), func(i int) bool { return tab[i].N >= n })
-		if i < len(tab) && tab[i].N == n {
-			return tab[i].Partner, tab[i].Lat, tab[i].Partner != 0
+	for _, tab := range []*pairTable{&a.reqs, &a.resps} {
+		i := sort.Search(tab.n, func(i int) bool { return tab.at(i).N >= n })
+		if i < tab.n && tab.at(i).N == n {
+			e := tab.at(i)
+			return e.Partner, e.Lat, e.Partner != 0
 		}
 	}
 	return 0, 0, false

@@ -209,6 +209,10 @@ func BenchmarkViewLarge(b *testing.B) {
 			}
 			b.ReportMetric(time.Since(start).Seconds(), "analysis-s")
 			b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-scan-MiB")
+			runtime.GC()
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			b.ReportMetric(float64(m.HeapInuse)/(1<<20), "live-heap-after-scan-MiB")
 			if st := app.store.Stats(); st.Records != src.Len() {
 				b.Fatalf("analysis saw %d of %d records", st.Records, src.Len())
 			}

@@ -337,3 +337,21 @@ func TestPairNearbyBeforeTheAnalysis(t *testing.T) {
 		t.Errorf("%d rows paired nearby, want 8 (4 requests and their responses)", paired)
 	}
 }
+
+func TestPairTableChunks(t *testing.T) {
+	var tab pairTable
+	for i := range 3*pairChunk + 5 {
+		if got := tab.add(pairEntry{N: uint64(2 * i)}); got != i {
+			t.Fatalf("add returned %d, want %d", got, i)
+		}
+	}
+	tab.at(pairChunk+1).Partner = 99
+	if e := tab.at(pairChunk + 1); e.N != 2*(pairChunk+1) || e.Partner != 99 {
+		t.Errorf("entry %d = %+v", pairChunk+1, *e)
+	}
+	for _, c := range tab.chunks[:3] {
+		if cap(c) != pairChunk {
+			t.Errorf("a full chunk grew to %d", cap(c))
+		}
+	}
+}
