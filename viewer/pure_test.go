@@ -345,7 +345,7 @@ func TestPairTableChunks(t *testing.T) {
 			t.Fatalf("add returned %d, want %d", got, i)
 		}
 	}
-	tab.at(pairChunk+1).Partner = 99
+	tab.at(pairChunk + 1).Partner = 99
 	if e := tab.at(pairChunk + 1); e.N != 2*(pairChunk+1) || e.Partner != 99 {
 		t.Errorf("entry %d = %+v", pairChunk+1, *e)
 	}
