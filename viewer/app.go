@@ -147,7 +147,7 @@ func (a *App) build() {
 
 	a.help = tview.NewTextView().SetDynamicColors(true).SetScrollable(true).SetText(HelpText())
 	a.help.SetBorder(true).SetTitle(" keys (? or Esc to close) ")
-	overlay := tview.NewGrid().SetColumns(0, 76, 0).SetRows(0, 36, 0).AddItem(a.help, 1, 1, 1, 1, 0, 0, true)
+	overlay := tview.NewGrid().SetColumns(0, 80, 0).SetRows(0, 36, 0).AddItem(a.help, 1, 1, 1, 1, 0, 0, true)
 
 	a.root = tview.NewPages().AddPage("main", layout, true, true).AddPage("help", overlay, true, false)
 	a.tv.SetRoot(a.root, true).SetFocus(a.table)
@@ -934,7 +934,7 @@ func HelpText() string {
   Enter            open the detail pane (pretty JSON, violations)
   Tab              switch focus between the list and the detail pane
   Esc q            close the detail pane / go back;  q in the list quits
-  p                jump to the paired request or response (or a violation's frame)
+  p                jump to the paired request/response (violation: its frame)
   Backspace        jump back to where p came from
   y                copy the frame to the clipboard (OSC 52)
   w                write the frame to a file
