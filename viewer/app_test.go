@@ -315,3 +315,31 @@ func TestTranscriptWindowOnLargeCassette(t *testing.T) {
 		t.Error("turn 25 (the selection's) is not folded whole in the window")
 	}
 }
+
+func TestWriteFrameToFile(t *testing.T) {
+	recs := acpSession()
+	dir := t.TempDir()
+	h := newHarness(t, NewMemSource(recs...), Options{WriteDir: dir})
+	h.keys("/m:session/new<enter>w<enter>")
+	sel := h.selected()
+	path := filepath.Join(dir, sprintf("rpctap-frame-%d.json", sel))
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("w did not write %s: %v\n%s", path, err, h.screen())
+	}
+	if string(got) != string(recs[sel].JSON)+"\n" {
+		t.Errorf("wrote %q, want the frame and a newline", got)
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600", fi.Mode().Perm())
+	}
+	if !strings.Contains(h.screen(), "wrote #"+sprintf("%d", sel)) {
+		t.Error("no message after writing")
+	}
+	// d dims stderr lines: their cells turn gray.
+	h.keys("d")
+	cells := h.app.content.rowCells(3) // #3 is a stderr line
+	if len(cells) == 0 || !cells[0].Dim {
+		t.Errorf("d did not dim the stderr row: %+v", cells)
+	}
+}
