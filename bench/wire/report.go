@@ -151,6 +151,16 @@ func (rp *report) markdown() string {
 		}
 	}
 
+	if len(rp.runs["ping"]) > 0 {
+		p("Start-up (ping sessions): launch → the child's answer to `initialize`, ms:")
+		for _, s := range rp.setups {
+			if len(rp.bySetup("ping", s.Name)) > 0 {
+				p(" %s %s;", s.Name, rp.over("ping", s.Name, func(m meas) float64 { return float64(m.Res.Startup) / 1e6 }).fmt(1))
+			}
+		}
+		p("\n\n")
+	}
+
 	// Cost table.
 	p("#### Cost of the relay: peak RSS (MiB), CPU seconds per GiB moved, cassette size ÷ raw traffic\n\n")
 	p("Main = the relay process (rpctap, or both cats summed); sink = rpctap's other child processes (VmHWM); " +

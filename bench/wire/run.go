@@ -169,6 +169,7 @@ func (r *runner) params(w string) params {
 	switch w {
 	case "ping":
 		p.N = r.cfg.PingN
+		p.Pool = "" // the ping child needs no text pool: its start-up is then just a process start
 	case "mix":
 		p.N, p.BigEvery = r.cfg.MixTurns, r.cfg.BigEvery
 	case "mixstream":
@@ -388,11 +389,12 @@ func (r *runner) open(s setup, w string, p params, rep int, capture *[]byte, cas
 	if s.Bin != "" {
 		bin = s.Bin
 	}
+	t0 := time.Now()
 	l, err := start(s, argv, bin, cassette, replay, r.tmp)
 	if err != nil {
 		return nil, err
 	}
-	c := &parentConn{in: &lineWriter{w: l.w}, out: newLineReader(l.r), l: l}
+	c := &parentConn{in: &lineWriter{w: l.w}, out: newLineReader(l.r), l: l, started: t0}
 	c.in.capture, c.out.capture = capture, capture
 	return &openSession{s: s, w: w, rep: rep, l: l, c: c, cassette: cassette, temp: temp,
 		// A hung set-up must not hang the benchmark: killing its processes

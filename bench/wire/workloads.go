@@ -16,14 +16,19 @@ type result struct {
 	Payload int64 // bytes moved (both directions) during the timed part
 	Raw     int64 // bytes moved in the whole session (for CPU/GiB and cassette ratio)
 	Child   childStats
+	// Startup is the time from launching the set-up to the answer to
+	// initialize.
+	Startup time.Duration
 	// StallRSS is rpctap's (main+sink) resident KiB at the end of a stall.
 	StallMainRSS, StallSinkRSS int64
 }
 
 type parentConn struct {
-	in  *lineWriter
-	out *lineReader
-	l   *launched
+	in      *lineWriter
+	out     *lineReader
+	l       *launched
+	started time.Time     // when the set-up was launched
+	startup time.Duration // launch -> initialize answered
 }
 
 // handshake runs initialize and session/new (untimed).
@@ -34,6 +39,9 @@ func (c *parentConn) handshake() error {
 		}
 		if _, err := c.out.next(); err != nil {
 			return fmt.Errorf("handshake: %v", err)
+		}
+		if c.startup == 0 {
+			c.startup = time.Since(c.started)
 		}
 	}
 	return nil
@@ -67,6 +75,7 @@ func (c *parentConn) stats(id int, res *result) error {
 	}
 	res.Child = st
 	res.Raw = c.in.n + c.out.n
+	res.Startup = c.startup
 	return nil
 }
 
