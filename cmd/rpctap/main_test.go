@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -20,8 +21,8 @@ func TestMain(m *testing.M) {
 
 // TestScripts runs every testdata/script/*.txtar end to end. Scripts named
 // after their command (cat_*.txtar, record_*.txtar, ...). $SHARED points at
-// ../shared when it exists; scripts that need it start with
-// `[!exists $SHARED/DESIGN.md] skip 'needs ../shared beside the checkout'`.
+// ../shared; scripts that need it start with
+// `[!shared] skip 'needs ../shared beside the checkout'`.
 func TestScripts(t *testing.T) {
 	shared, _ := filepath.Abs(filepath.Join("..", "..", "..", "shared"))
 	testscript.Run(t, testscript.Params{
@@ -31,6 +32,12 @@ func TestScripts(t *testing.T) {
 			env.Setenv("RPCTAP_DIR", filepath.Join(env.WorkDir, "cassettes"))
 			return nil
 		},
-		RequireExplicitExec: false,
+		Condition: func(cond string) (bool, error) {
+			if cond == "shared" {
+				_, err := os.Stat(filepath.Join(shared, "DESIGN.md"))
+				return err == nil, nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 	})
 }
