@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"math/rand"
 	"os"
 	"syscall"
@@ -193,7 +194,7 @@ func runChild(p params, stdin io.Reader, stdout io.Writer) error {
 		id := frameID(line)
 		buf = buf[:0]
 		switch {
-		case bytes.Contains(line, prefixStats):
+		case bytes.Contains(line[:min(len(line), 96)], prefixStats):
 			st := childStats{
 				InBytes: in.n - int64(len(line)), InCRC: crcWithout(in), InLines: in.lines - 1,
 				OutBytes: out.n, OutCRC: out.crc, OutLines: out.lines,
@@ -259,20 +260,11 @@ func planTurn(p params, t int) turnPlan {
 	tp.chunks = 10 + r.Intn(60)
 	for i, n := 0, r.Intn(4); i < n; i++ {
 		// log-uniform between 1 KB and 50 KB
-		size := int(1000 * pow50(r.Float64()))
+		size := int(1000 * math.Pow(50, r.Float64()))
 		tp.tools = append(tp.tools, size)
 		tp.perm = append(tp.perm, r.Intn(4) == 0)
 	}
 	return tp
-}
-
-func pow50(x float64) float64 {
-	// 50^x without importing math for one call
-	v := 1.0
-	for i := 0; i < 20; i++ {
-		v *= 1 + x*0.19560115 // ln(50)/20
-	}
-	return v
 }
 
 func childTurn(p params, in *lineReader, out *lineWriter, cur *cursor, sid string, t int, perms *int, id []byte) error {
