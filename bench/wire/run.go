@@ -195,25 +195,23 @@ func (r *runner) workload(w string) {
 	// bytes for the in-process zstd measurement, and a recording that the
 	// replay set-up plays back.
 	var capture []byte
-	if s, ok := knownSetup("direct", ""); ok {
-		var cp *[]byte
-		if w == "mix" || w == "mixstream" {
-			cp = &capture
-		}
-		if _, err := r.session(s, w, p, -1, 0, cp, ""); err != nil {
-			r.fail(w, "warm-up direct", err)
-			return
-		}
+	var cp *[]byte
+	if w == "mix" || w == "mixstream" {
+		cp = &capture
+	}
+	direct, _ := knownSetup("direct", "")
+	if _, err := r.session(direct, w, p, -1, 0, cp, ""); err != nil {
+		r.fail(w, "warm-up direct", err)
+		return
 	}
 	replaySrc := ""
 	if _, ok := r.find("replay"); ok {
-		if s, ok := knownSetup("record", ""); ok {
-			path := filepath.Join(r.tmp, w+"-replay-source.cassette")
-			if _, err := r.session(s, w, p, -1, 0, nil, path); err != nil {
-				r.fail(w, "recording the replay source", err)
-			} else {
-				replaySrc = path
-			}
+		record, _ := knownSetup("record", "")
+		path := filepath.Join(r.tmp, w+"-replay-source.cassette")
+		if _, err := r.session(record, w, p, -1, 0, nil, path); err != nil {
+			r.fail(w, "recording the replay source", err)
+		} else {
+			replaySrc = path
 		}
 	}
 	r.rep.capBytes[w] = len(capture)
