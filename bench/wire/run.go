@@ -151,7 +151,7 @@ func run(cfg config, log io.Writer) (*report, error) {
 
 	for _, w := range cfg.Workloads {
 		switch w {
-		case "ping", "mix", "mixstream", "mb":
+		case "ping", "pingseq", "mix", "mixstream", "mb":
 			r.workload(w)
 		case "rss":
 			r.rssWorkload()
@@ -167,7 +167,8 @@ func run(cfg config, log io.Writer) (*report, error) {
 func (r *runner) params(w string) params {
 	p := params{Workload: w, Seed: r.cfg.Seed, Pool: r.poolF}
 	switch w {
-	case "ping":
+	case "ping", "pingseq":
+		p.Workload = "ping" // pingseq: the same sessions, one set-up after another
 		p.N = r.cfg.PingN
 		p.Pool = "" // the ping child needs no text pool: its start-up is then just a process start
 	case "mix":
@@ -330,7 +331,7 @@ func (r *runner) fail(w, what string, err error) {
 func (r *runner) progress(w string, rep int, m meas) {
 	res := m.Res
 	switch w {
-	case "ping":
+	case "ping", "pingseq":
 		s := sortedCopy(res.Lat)
 		fmt.Fprintf(r.log, "wire: %-9s rep %d %-16s p50 %6.1f µs  p99 %7.1f µs  p99.9 %7.1f µs\n",
 			w, rep+1, m.Setup, us(pct(s, .5)), us(pct(s, .99)), us(pct(s, .999)))
@@ -349,7 +350,7 @@ func (r *runner) session(s setup, w string, p params, rep int, stall time.Durati
 	}
 	var res *result
 	switch w {
-	case "ping":
+	case "ping", "pingseq":
 		res, err = runPing(o.c, p)
 	case "mix":
 		res, err = runMix(o.c, p, r.pool)
