@@ -181,6 +181,13 @@ func TestRecordACPSDK(t *testing.T) {
 				return
 			}
 			end += bytes.IndexByte(raw[end:], '\n') + 1
+			// And what the client sent, the prompt and its permission answer.
+			in, _ := catRaw(t, cas, "in")
+			for _, m := range []string{`"session/prompt"`, `"optionId":"allow"`} {
+				if !bytes.Contains(in, []byte(m)) {
+					t.Errorf("run %d: the cassette's in stream lacks %s", i, m)
+				}
+			}
 			got := sessRE.ReplaceAll(raw[:end], []byte("SESS"))
 			mu.Lock()
 			defer mu.Unlock()
