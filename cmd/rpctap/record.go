@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/protocol"
 	"github.com/rpctap/rpctap/recorder"
 	"github.com/rpctap/rpctap/tap"
 )
@@ -93,7 +94,7 @@ missing command, 126 if CMD cannot be executed, 127 if it is not found.`,
 			var o recordOptions
 			fs.StringVarP(&o.Output, "output", "o", "", "write the cassette to `FILE` (must not exist)")
 			fs.StringVar(&o.Dir, "dir", "", "write a new uniquely named cassette in `DIR` (default $RPCTAP_DIR, else $XDG_STATE_HOME/rpctap/cassettes)")
-			fs.StringVar(&o.Protocol, "protocol", "", "force the protocol `NAME` instead of detecting it (acp, mcp, synaps, brainwires, opi, lsp, ...)")
+			fs.StringVar(&o.Protocol, "protocol", "", "force the protocol `NAME` instead of detecting it ("+strings.Join(protocol.Names(), ", ")+")")
 			fs.StringVar(&o.Schema, "schema", "", "validate frames against the JSON Schema in `FILE` (a protocol of your own)")
 			fs.StringArrayVar(&o.Redact, "redact", nil, "also redact the values of JSON key `KEY` (repeatable)")
 			fs.BoolVar(&o.NoRedact, "no-redact", false, "record secrets as they are")
@@ -116,6 +117,18 @@ func runRecord(o *recordOptions, args []string, stdio Stdio) error {
 	}
 	if o.Grace <= 0 {
 		return Usagef("record: --grace must be positive")
+	}
+	if o.Protocol != "" {
+		if _, err := protocol.Lookup(o.Protocol); err != nil {
+			return Usagef("record: --protocol: %v", err)
+		}
+	}
+	if o.Schema != "" {
+		f, err := os.Open(o.Schema)
+		if err != nil {
+			return Inputf("record: --schema: %v", err)
+		}
+		f.Close()
 	}
 	if o.Listen != "" || o.Upstream != "" {
 		if o.Listen == "" || o.Upstream == "" {
