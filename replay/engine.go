@@ -97,9 +97,6 @@ func newEngine(rec *Recording, r role, o *options) (*engine, error) {
 			fromParent := st.frame.Dir == dirIn
 			st.mine = fromParent == (r == roleParent)
 			st.theirs = !st.mine
-			if st.theirs {
-				st.norm = e.normalize(st.frame)
-			}
 		case stepStderr:
 			st.mine = r == roleChild
 		case stepEOF, stepSignal:
@@ -124,11 +121,30 @@ func newEngine(rec *Recording, r role, o *options) (*engine, error) {
 	return e, nil
 }
 
-func (e *engine) normalize(f *Frame) any {
-	if f.Value == nil {
-		return string(f.Raw)
+// value decodes f on first use.
+func (e *engine) value(f *Frame) any {
+	if f.Value == nil && f.json {
+		f.Value, _ = decodeJSON(f.Raw)
+		if f.Value == nil {
+			f.json = false
+		}
 	}
-	return e.ign.normalize(f.Value, e.idKey)
+	return f.Value
+}
+
+func (e *engine) normalize(f *Frame) any {
+	if v := e.value(f); v != nil {
+		return e.ign.normalize(v, e.idKey)
+	}
+	return string(f.Raw)
+}
+
+// norm returns st's normalized frame, computing it on first use.
+func (e *engine) norm(st *estep) any {
+	if st.norm == nil {
+		st.norm = e.normalize(st.frame)
+	}
+	return st.norm
 }
 
 // lineReader is the goroutine type that reads the live side's lines and
@@ -389,7 +405,7 @@ func (e *engine) send(st *estep, now time.Time) bool {
 			raw = replaceMember(raw, "id", []byte(live))
 		}
 	}
-	if len(e.border) > 0 && f.Value != nil {
+	if len(e.border) > 0 && f.json {
 		raw = substitute(raw, e.binds, e.border)
 	}
 	if f.Kind == kindRequest && f.ID != "" {
@@ -469,7 +485,7 @@ func (e *engine) onLine(l liveLine) {
 			}
 		}
 	}
-	f.Value, _ = decodeJSON(l.raw)
+	f.Value, f.json = decodeJSON(l.raw)
 	e.s.d.classify(f, f.Dir == dirIn)
 	if f.Kind == kindResponse && f.Method == "" && f.ID != "" {
 		if i, ok := e.issued[f.ID]; ok && i >= 0 {
@@ -496,8 +512,9 @@ func (e *engine) onLine(l liveLine) {
 	}
 	for _, i := range cands {
 		st := e.steps[i]
+		e.value(st.frame)
 		rf := *st.frame
-		rf.Norm = st.norm
+		rf.Norm = e.norm(st)
 		if e.o.matcher(f, &rf) {
 			e.accept(i, f, l.t)
 			return
@@ -521,7 +538,7 @@ func (e *engine) onLine(l liveLine) {
 			if pass == 1 && st.frame.Kind != f.Kind {
 				continue
 			}
-			sc := diffScore(st.norm, f.Norm)
+			sc := diffScore(e.norm(st), f.Norm)
 			if best < 0 || sc < bestScore {
 				best, bestScore = i, sc
 				inWindow = pass == 0 && containsInt(cands, i)
@@ -533,7 +550,7 @@ func (e *engine) onLine(l liveLine) {
 		rf := e.steps[best].frame
 		d.Record = rf.Record
 		d.Recorded = showFrame(rf)
-		d.Diff = diffValues(e.steps[best].norm, f.Norm, 20)
+		d.Diff = diffValues(e.norm(e.steps[best]), f.Norm, 20)
 	}
 	// A divergent answer, notification or event (and, for a fake parent,
 	// anything the child says) stands in for the recorded one with the same
@@ -601,9 +618,10 @@ func (e *engine) accept(i int, f *Frame, t time.Time) {
 	if st.frame.Kind == kindRequest || (st.frame.Kind == kindNotification && f.ID != "") {
 		st.liveID = f.ID
 	}
-	if st.frame.Value != nil && f.Value != nil && len(e.ign.pats) > 0 {
+	defer func() { st.norm, st.frame.Value = nil, nil }() // matched: free the decoded copy
+	if st.frame.json && f.Value != nil && len(e.ign.pats) > 0 {
 		before := len(e.binds)
-		e.ign.bindings(st.frame.Value, f.Value, e.binds)
+		e.ign.bindings(e.value(st.frame), f.Value, e.binds)
 		if len(e.binds) != before || len(e.border) != len(e.binds) {
 			e.border = e.border[:0]
 			for k := range e.binds {

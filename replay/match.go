@@ -25,7 +25,8 @@ type Frame struct {
 	Dir    cassette.Dir // "in" (parent -> child) or "out" (child -> parent)
 	Raw    []byte       // the line, without its line ending
 	// Value is Raw decoded (numbers as json.Number), nil when Raw is not a
-	// JSON object or array.
+	// JSON object or array. Recorded frames are decoded only when a matcher
+	// or a report needs them.
 	Value any
 	// Norm is Value with the id and every ignored path removed: what the
 	// default matcher compares. For a non-JSON line it is the line as a string.
@@ -33,6 +34,8 @@ type Frame struct {
 	Kind   string // request, response, notification, event, handshake, text
 	Method string // method, type or command; for a response the method of the request it answers
 	ID     string // the frame's id as raw JSON ("1", "\"s1\""), "" when it has none
+
+	json bool // Raw is a JSON object or array (Value may not be decoded yet)
 }
 
 // Matcher decides whether a live frame is an acceptable stand-in for a

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -128,6 +129,7 @@ func (r *Recording) prepare(conn int, connSet bool, protoOverride string) (*sess
 	s := &session{rec: r, conn: conn}
 	var frames []*Frame
 	partial := map[cassette.Dir]int{} // a line split into parts, being joined: its step index
+	joined := map[int]bool{}          // steps assembled from parts (JSON-ness unknown)
 	for i := range r.Records {
 		rec := &r.Records[i]
 		if rec.Conn != conn && rec.K != cassette.KindEvent {
@@ -142,13 +144,14 @@ func (r *Recording) prepare(conn int, connSet bool, protoOverride string) (*sess
 			if pi, ok := partial[rec.D]; ok {
 				p := &s.steps[pi]
 				p.frame.Raw = append(p.frame.Raw, payload...)
+				joined[pi] = true
 				p.eol = rec.EOL
 				if !rec.Part {
 					delete(partial, rec.D)
 				}
 				continue
 			}
-			f := &Frame{Record: rec.N, Dir: rec.D, Raw: payload}
+			f := &Frame{Record: rec.N, Dir: rec.D, Raw: payload, json: rec.JSON != nil}
 			st := step{kind: stepFrame, frame: f, eol: rec.EOL, t: rec.T, pair: -1}
 			s.steps = append(s.steps, st)
 			frames = append(frames, f)
@@ -178,12 +181,16 @@ func (r *Recording) prepare(conn int, connSet bool, protoOverride string) (*sess
 			}
 		}
 	}
-	s.exitLast()
-	for _, st := range s.steps {
+	for i, st := range s.steps {
 		if st.kind == stepFrame {
-			st.frame.Value, _ = decodeJSON(st.frame.Raw)
+			recorded := st.frame.json
+			if joined[i] {
+				recorded = json.Valid(st.frame.Raw)
+			}
+			st.frame.json = isJSONPayload(st.frame.Raw, recorded)
 		}
 	}
+	s.exitLast()
 
 	proto := r.Protocol
 	if proto == "" {
@@ -270,6 +277,13 @@ func (s *session) pairResponses() {
 			}
 		}
 	}
+}
+
+// isJSONPayload: a payload recorded as JSON (the recorder checked it) that
+// is an object or an array.
+func isJSONPayload(raw []byte, recordedJSON bool) bool {
+	i := skipWS(raw, 0)
+	return recordedJSON && i < len(raw) && (raw[i] == '{' || raw[i] == '[')
 }
 
 // detect names the protocol of a cassette whose header and meta records do

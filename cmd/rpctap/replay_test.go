@@ -6,12 +6,16 @@ package main
 // PATH as this test binary (testscript.Main).
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -486,4 +490,68 @@ func TestReplayDiesOfRecordedSignal(t *testing.T) {
 	if string(out) != `{"type":"bye"}`+"\n" || err == nil || !ok || !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
 		t.Fatalf("want the frame, then death by SIGTERM; got %q, %v", out, err)
 	}
+}
+
+// BenchmarkReplayProcessReply: the whole process, as a parent in another
+// language sees it: `rpctap replay --speed 0` of a cassette of small
+// request/response pairs (about 200 bytes each way) over OS pipes; the
+// parent writes one request and reads its answer, b.N times. Reports the
+// reply latency p50 and p99 in µs (start-up excluded).
+func BenchmarkReplayProcessReply(b *testing.B) {
+	benchProcessReply(b, 200)
+}
+
+// BenchmarkReplayProcessReply1MiB: the same with 1 MiB answers.
+func BenchmarkReplayProcessReply1MiB(b *testing.B) {
+	benchProcessReply(b, 1<<20)
+}
+
+func benchProcessReply(b *testing.B, size int) {
+	rp, err := exec.LookPath("rpctap")
+	if err != nil {
+		b.Skip("rpctap not in PATH")
+	}
+	dir := b.TempDir()
+	pad := strings.Repeat("p", 80)
+	big := strings.Repeat("r", max(size-120, 80))
+	rb := replaytest.New("acp")
+	// Pair 0 is a warm-up (process start-up and loading the cassette), not measured.
+	for i := 0; i <= b.N; i++ {
+		rb.In(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":"%s"}]}}`, i, pad))
+		rb.Out(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"stopReason":"end_turn","_meta":{"pad":"%s"}}}`, i, big))
+	}
+	cas := filepath.Join(dir, "ping.cassette")
+	if err := replaytest.WriteFile(cas, rb.End(), true); err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(rp, "replay", "--speed", "0", cas)
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	br := bufio.NewReaderSize(out, 2<<20)
+	lat := make([]time.Duration, 0, b.N)
+	fmt.Fprintf(in, `{"jsonrpc":"2.0","id":"warm","method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":"%s"}]}}`+"\n", pad)
+	if _, err := br.ReadBytes('\n'); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		req := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":"%s"}]}}`+"\n", 500000+i, pad)
+		t0 := time.Now()
+		if _, err := io.WriteString(in, req); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := br.ReadBytes('\n'); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	b.StopTimer()
+	in.Close()
+	cmd.Wait()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
 }
