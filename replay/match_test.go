@@ -167,3 +167,35 @@ func TestChildNotificationMismatchDoesNotStall(t *testing.T) {
 		t.Fatalf("%v", res.Divergences)
 	}
 }
+
+func TestWithIgnoreAndWithMatcher(t *testing.T) {
+	rec := func() []cassette.Record {
+		b := newBuilder("acp")
+		b.frame(cassette.DirIn, []byte(`{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"hi"}]}}`))
+		b.frame(cassette.DirOut, []byte(`{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}`))
+		return b.end()
+	}
+	live := `{"jsonrpc":"2.0","id":9,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"bye"}]}}`
+	for name, opts := range map[string][]Option{
+		"ignore":  {WithIgnore("/params/prompt/*/text")},
+		"matcher": {WithMatcher(func(l, r *Frame) bool { return l.Kind == r.Kind && l.Method == r.Method })},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := startPeer(t, rec(), append(opts, WithSpeed(0), WithStrict(true))...)
+			p.send(live)
+			if r := p.recv(); jsonOf(r["id"]) != "9" || r["result"] == nil {
+				t.Fatalf("%v", r)
+			}
+			p.c.Stdin.Close()
+			if _, err := p.c.Wait(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	// Without either, the same frame is a miss.
+	p := startPeer(t, rec(), WithSpeed(0))
+	p.send(live)
+	if r := p.recv(); r["error"] == nil {
+		t.Fatalf("%v", r)
+	}
+}
