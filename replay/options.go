@@ -37,6 +37,13 @@
 // forever (as the real child would); cancel the context, close Stdin or call
 // Close to end it. A fake parent waits for a missing child frame at most
 // the timeout.
+//
+// Other places that wait: a Child's Stderr is buffered without bound and
+// never blocks the engine; Child.Signal waits until the engine takes the
+// signal or the fake child has ended; a Matcher runs on the engine
+// goroutine, so one that blocks stalls the replay. RunChild's reader may stay
+// blocked in Read on its io.Reader after RunChild returned, until that reader
+// is closed or written to (the CLI exits; the Child API closes its pipe).
 package replay
 
 import (
