@@ -100,7 +100,8 @@ type Cmd struct {
 	// sessions lost their last frame on a loaded 2-core machine; 0 of 50
 	// with ObserveFirst). Framing, validation and compression stay off the
 	// forwarding path either way. In lossless mode a full observer pipe
-	// then holds the current chunk back rather than the next one.
+	// then holds the current chunk back rather than the next one. A chunk
+	// whose forwarding then fails (the reader went away) is observed whole.
 	ObserveFirst bool
 	Grace        time.Duration // drain time after the child exited; 0 is DefaultGrace
 	Signals      []os.Signal   // signals to relay to the child; nil relays none

@@ -1,6 +1,19 @@
 // Package tap stands between a parent and a child process (or a Unix socket
 // client and its server) and forwards their bytes unchanged, handing a copy of
 // every chunk to an Observer after it was forwarded.
+//
+// Cmd runs a child behind the tap (stdio mode), Proxy serves a Unix socket
+// (socket mode). Both forward each read synchronously, one chunk of at most
+// ChunkSize in flight per stream, so backpressure passes through and memory
+// stays flat; neither splits lines: framing is the observer's business.
+// Every chunk carries a global Seq and a monotonic time T taken when its
+// read returned, before it was forwarded, so a reply always sorts after the
+// frame that provoked it.
+//
+// The observer sees a chunk right after it was forwarded, or right before
+// with ObserveFirst, which `rpctap record` uses with its crash-safe sink
+// process: then a parent that SIGKILLs rpctap the instant it reads a reply
+// cannot leave that reply out of the recording.
 package tap
 
 // Stream names one byte stream the tap forwards.
