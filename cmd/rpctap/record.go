@@ -155,13 +155,14 @@ func runRecord(o *recordOptions, args []string, stdio Stdio) error {
 	c := tap.Command(args[0], args[1:]...)
 	c.Grace = o.Grace
 	c.Stderr = os.Stderr
+	var detached []*os.File
 	if stdio.In == os.Stdin && stdio.Out == os.Stdout {
 		// The tap must hold the only references to the parent's pipes,
-		// so that EOFs pass on as through a plain pipe.
+		// so that EOFs pass on as through a plain pipe: fds 0 and 1 go to
+		// /dev/null, and our duplicates are closed once the tap has its own.
 		if in, out, err := tap.DetachStdio(); err == nil {
 			c.Stdin, c.Stdout = in, out
-			defer in.Close()
-			defer out.Close()
+			detached = []*os.File{in, out}
 		}
 	}
 	if obs != nil {
@@ -170,11 +171,18 @@ func runRecord(o *recordOptions, args []string, stdio Stdio) error {
 		c.Observer = obs
 		c.ObserveFirst = true
 	}
-	if err := c.Run(); err != nil {
+	err := c.Start()
+	for _, f := range detached {
+		f.Close()
+	}
+	if err != nil {
 		var se *tap.StartError
 		if errors.As(err, &se) {
 			return startFailure(err)
 		}
+		return err
+	}
+	if err := c.Wait(); err != nil {
 		return err
 	}
 	code, sig := tap.Status(c.ProcessState)

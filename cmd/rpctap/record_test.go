@@ -314,3 +314,27 @@ func TestRecordSocket(t *testing.T) {
 		t.Errorf("cat --raw --dir out --conn 2: %d bytes, want %d", len(raw), len(want))
 	}
 }
+
+// A child that closes its stdout and keeps running: the parent sees EOF at
+// once, as through a plain pipe, not when rpctap exits.
+func TestRecordStdoutEOFPassesOn(t *testing.T) {
+	cmd := exec.Command("rpctap", "record", "-q", "-o", filepath.Join(t.TempDir(), "c.cassette"), "--",
+		"sh", "-c", "echo hi; exec 1>&-; sleep 3")
+	cmd.Env = rpctapEnv()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	b, _ := io.ReadAll(out)
+	if took := time.Since(t0); took > 2*time.Second {
+		t.Errorf("stdout reached EOF after %v; the child closed it at once", took)
+	}
+	if string(b) != "hi\n" {
+		t.Errorf("stdout %q", b)
+	}
+}
