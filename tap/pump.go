@@ -104,13 +104,11 @@ func (p *pump) eof() bool { return p.werr == nil && errors.Is(p.rerr, io.EOF) }
 //
 // If the child stops reading, the pump blocks in Write and the parent's
 // writes block in turn. If the child closes its stdin while running, the
-// pump stops reading; the parent's writes then block once the pipe to
-// rpctap is full (a plain pipe would fail them with EPIPE), until the child
-// exits and Wait returns.
-//
-// When it ends it also lets go of the parent's stdin, so that a parent
-// writing to a child that closed its stdin gets EPIPE once no other
-// descriptor of rpctap refers to that pipe (see DetachStdio).
+// write fails with EPIPE and the pump ends, letting go of the parent's
+// stdin: once no other descriptor of rpctap refers to that pipe (see
+// DetachStdio, which `rpctap record` uses), the parent's next write fails
+// with EPIPE too, as on a plain pipe. (Otherwise its writes block once the
+// pipe is full, until rpctap exits.)
 type stdinPump struct {
 	pump
 	parent *parentEnd
