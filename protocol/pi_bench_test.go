@@ -73,3 +73,39 @@ func BenchmarkOpiClassify(b *testing.B)        { benchClassify(b, opiProto{}) }
 func BenchmarkOpiValidate(b *testing.B)        { benchValidate(b, opiProto{}) }
 func BenchmarkPiClassify(b *testing.B)         { benchClassify(b, piProto{}) }
 func BenchmarkPiValidate(b *testing.B)         { benchValidate(b, piProto{}) }
+
+// BenchmarkEventSession is the whole per-frame cost (JSON syntax check,
+// classification, handshake and pairing, validation) of the event-style
+// protocols over their catalogue sessions; one op is one Session over every
+// session file of the protocol, in order.
+func BenchmarkEventSession(b *testing.B) {
+	for _, name := range []string{"synaps", "brainwires", "opi", "pi"} {
+		b.Run(name, func(b *testing.B) {
+			steps, n := benchSteps(b, name)
+			p, err := Lookup(name)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(n)
+			b.ReportAllocs()
+			b.ResetTimer()
+			errs := 0
+			for i := 0; i < b.N; i++ {
+				s := NewSession(p)
+				for j, st := range steps {
+					_, vs := s.Frame(uint64(j+1), st.dir, st.frame)
+					for _, v := range vs {
+						if v.Severity == SevError {
+							errs++
+						}
+					}
+				}
+				s.End()
+			}
+			b.ReportMetric(float64(b.N)*float64(len(steps))/b.Elapsed().Seconds(), "frames/s")
+			if errs != 0 {
+				b.Fatalf("%d error-level violations on valid sessions", errs)
+			}
+		})
+	}
+}
