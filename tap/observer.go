@@ -43,7 +43,7 @@ type Chunk struct {
 	Stream Stream //
 	Seq    uint64 // global read order across all streams and connections
 	T      int64  // ns since the tap started, taken when the read returned, before forwarding
-	Data   []byte // valid only until Observe returns; an observer that keeps it copies it
+	Data   []byte // valid only until Observe returns; an observer that keeps it copies it; never modified by the observer (with ObserveFirst it is then forwarded)
 }
 
 // Event is a process or connection event. Kind uses the cassette.Event*
