@@ -122,6 +122,11 @@ func (a *Analysis) Add(rec *cassette.Record) {
 	case cassette.KindEnd:
 		st.Ended = true
 		return
+	case cassette.KindMeta:
+		if r.Protocol != "" {
+			st.Protocol = r.Protocol
+		}
+		return
 	case cassette.KindFrame:
 	default:
 		return

@@ -119,7 +119,7 @@ func RowCells(row *Row, dimAux bool) []Cell {
 	cells := []Cell{
 		{Text: fmt.Sprint(row.N), Color: colorDim, Right: true},
 		{Text: FormatClock(row.T), Color: colorPlain, Right: true},
-		{Text: "+" + FormatDuration(row.Delta), Color: colorDim, Right: true},
+		{Text: signed(row.Delta), Color: colorDim, Right: true},
 		{Text: Arrow(row), Color: color},
 		{Text: kind, Color: color},
 		{Text: method, Color: color},
@@ -134,6 +134,15 @@ func RowCells(row *Row, dimAux bool) []Cell {
 		}
 	}
 	return cells
+}
+
+// signed formats a delta with its sign: +1.00ms, -85.5µs (a record
+// stamped before the one written ahead of it).
+func signed(ns int64) string {
+	if ns < 0 {
+		return FormatDuration(ns)
+	}
+	return "+" + FormatDuration(ns)
 }
 
 // FormatClock formats ns since start as m:ss.mmm (h:mm:ss.mmm past an hour).

@@ -24,7 +24,7 @@ func RenderDetail(r *cassette.Record, row Row, viols []cassette.Record, color bo
 		}
 		return tag + tview.Escape(s) + "[-:-:-]"
 	}
-	head := fmt.Sprintf("#%d  %s  %s (+%s)", r.N, Arrow(&row), FormatClock(r.T), FormatDuration(row.Delta))
+	head := fmt.Sprintf("#%d  %s  %s (%s)", r.N, Arrow(&row), FormatClock(r.T), signed(row.Delta))
 	switch r.K {
 	case cassette.KindFrame:
 		head += fmt.Sprintf("  %s %s", r.D, row.Kind)

@@ -55,6 +55,8 @@ func RenderTranscript(tr *Transcript, color bool) string {
 				b.WriteString(tag("[orange]", "? "+e.Text))
 			case EntryProgress:
 				b.WriteString(tag("[gray]", "· "+e.Text))
+			case EntryPlan:
+				b.WriteString(tag("[teal]", "☰ "+e.Text))
 			case EntryNote:
 				b.WriteString(tag("[red]", "! "+e.Text))
 			}

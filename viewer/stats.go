@@ -13,9 +13,10 @@ type Stats struct {
 	Stderr     int
 	Events     int
 	Violations int
-	Orphans    int   // responses to no known request
-	Duration   int64 // ns, time of the last record
-	Ended      bool  // an end record was seen: unanswered requests are final
+	Orphans    int    // responses to no known request
+	Duration   int64  // ns, time of the last record
+	Ended      bool   // an end record was seen: unanswered requests are final
+	Protocol   string // from a meta record (the detected protocol)
 	Methods    map[string]*MethodStats
 	Unanswered []Unanswered
 }

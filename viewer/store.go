@@ -75,16 +75,35 @@ func NewStore(src Source) *Store {
 	}
 	s.n = src.Len()
 	s.ended, s.trunc = enderState(src)
-	if hdr, err := src.Records(0, 1); err == nil && len(hdr) == 1 && hdr[0].Header != nil {
-		s.protocol = hdr[0].Header.Protocol
+	// The header names the protocol when it was forced; otherwise the
+	// recorder writes a meta record once it has detected it, early on.
+	if recs, err := src.Records(0, 64); err == nil {
+		for _, r := range recs {
+			if r.Header != nil && r.Header.Protocol != "" {
+				s.protocol = r.Header.Protocol
+				break
+			}
+			if r.K == cassette.KindMeta && r.Protocol != "" {
+				s.protocol = r.Protocol
+				break
+			}
+		}
 	}
 	s.classify = NewClassifier(s.protocol)
 	s.an = NewAnalysis(s.classify)
 	return s
 }
 
-// Protocol is the protocol named by the header ("" when unknown).
-func (s *Store) Protocol() string { return s.protocol }
+// Protocol is the protocol named by the header or found in a meta record
+// ("" when unknown).
+func (s *Store) Protocol() string {
+	if s.protocol != "" {
+		return s.protocol
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.an.stats.Protocol
+}
 
 // Len is the number of records visible.
 func (s *Store) Len() int {

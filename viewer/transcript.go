@@ -19,7 +19,8 @@ const (
 	EntryTool                        // a tool call or its progress/result
 	EntryPermission                  // a permission request or its answer
 	EntryProgress                    // MCP progress, folded per token
-	EntryNote                        // errors and other one-liners
+	EntryNote                        // errors and stop reasons
+	EntryPlan                        // an agent's plan
 )
 
 // Entry is one paragraph or line of a transcript.
@@ -275,7 +276,7 @@ func (tr *Transcript) Add(r *cassette.Record) {
 				tr.add(r, EntryTool, "", "tool "+title+" "+u.Status, false)
 			}
 		case "plan":
-			tr.add(r, EntryNote, "", fmt.Sprintf("plan: %d entries", len(u.Entries)), false)
+			tr.add(r, EntryPlan, "", fmt.Sprintf("plan: %d entries", len(u.Entries)), false)
 		}
 		return
 	case "session/request_permission":

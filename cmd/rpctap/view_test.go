@@ -123,9 +123,11 @@ func TestViewRealPeers(t *testing.T) {
 		t.Fatal("rpctap is not in PATH: ", err)
 	}
 	dir := t.TempDir()
+	// The demo runs `rpctap record` as its own executable: run it from
+	// PATH (this test binary as rpctap), not in-process.
 	demo := filepath.Join(dir, "demo.cassette")
-	if code, _, errs := viewMain("demo", "-q", "--delay", "0", "-o", demo); code != 0 {
-		t.Fatalf("demo: exit %d: %s", code, errs)
+	if b, err := exec.Command(rp, "demo", "-q", "--delay", "0", "-o", demo).CombinedOutput(); err != nil {
+		t.Fatalf("rpctap demo: %v\n%s", err, b)
 	}
 	build := func(name, pkg string) string {
 		out := filepath.Join(dir, name)
@@ -139,7 +141,7 @@ func TestViewRealPeers(t *testing.T) {
 	agent := build("acpagent", "github.com/coder/acp-go-sdk/example/agent")
 	cmd := exec.Command(client, rp, "record", "-o", sdk, "--", agent)
 	cmd.Dir = dir
-	cmd.Stdin = strings.NewReader("")
+	cmd.Stdin = strings.NewReader("1\n") // the client asks which permission option to pick
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
