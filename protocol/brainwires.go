@@ -206,17 +206,15 @@ func bwCheckToolModeObject(c *checker, o robj, name string) {
 	}
 }
 
-// Handshaker: the viewer opens with the Handshake. The agent's first frame
-// must be the HandshakeResponse too, but the Session checks one direction
-// only; HandshakeDirs below is the hook a two-sided check would use, and
-// IsHandshake already answers for both directions.
+// Handshaker and MultiHandshaker: the viewer opens with the Handshake and
+// the agent's first frame is the HandshakeResponse; the Session tracks each
+// side's handshake on its own. HandshakeDir is the side that speaks first.
 func (brainwiresProto) HandshakeDir() Dir { return FromParent }
 func (brainwiresProto) IsHandshake(dir Dir, info Info) bool {
 	return info.Kind == Handshake
 }
 
-// HandshakeDirs lists every side that opens with a handshake (both, for
-// brainwires). Not yet read by the Session; see docs/protocols/brainwires.md.
+// HandshakeDirs lists every side that opens with a handshake: both.
 func (brainwiresProto) HandshakeDirs() []Dir { return []Dir{FromParent, FromChild} }
 
 func sniffBrainwires(dir Dir, frame []byte) int {

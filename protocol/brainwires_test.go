@@ -14,19 +14,20 @@ const (
 
 func TestBrainwiresBroken(t *testing.T) {
 	hs := []string{bwHello, bwAccepted}
+	ack := []string{bwAccepted} // the agent answers, so the session is complete
 	lock := `{"agent_id":"a","resource_type":"build","scope":"g","description":"d","status":"s","held_for_secs":1}`
 	big := `out {"type":"stream_chunk","text":"` + strings.Repeat("y", brainwiresMaxFrame) + `"}`
 	cases := []brokenCase{
 		// handshake shapes
-		{name: "handshake without version", frame: `in {"is_reattach":false,"session_id":null}`, code: "brainwires.missing-field"},
-		{name: "handshake version 3", frame: `in {"version":3,"is_reattach":false,"session_id":null}`, code: "brainwires.unsupported-version"},
-		{name: "handshake is_reattach a string", frame: `in {"version":2,"is_reattach":"no","session_id":null}`, code: "brainwires.wrong-type"},
-		{name: "reattach without token", frame: `in {"version":2,"is_reattach":true,"session_id":"abc","session_token":null}`, code: "brainwires.missing-session-token"},
-		{name: "reattach without session id", frame: `in {"version":2,"is_reattach":true,"session_id":null,"session_token":"t"}`, code: "brainwires.missing-field"},
+		{name: "handshake without version", suffix: ack, frame: `in {"is_reattach":false,"session_id":null}`, code: "brainwires.missing-field"},
+		{name: "handshake version 3", suffix: ack, frame: `in {"version":3,"is_reattach":false,"session_id":null}`, code: "brainwires.unsupported-version"},
+		{name: "handshake is_reattach a string", suffix: ack, frame: `in {"version":2,"is_reattach":"no","session_id":null}`, code: "brainwires.wrong-type"},
+		{name: "reattach without token", suffix: ack, frame: `in {"version":2,"is_reattach":true,"session_id":"abc","session_token":null}`, code: "brainwires.missing-session-token"},
+		{name: "reattach without session id", suffix: ack, frame: `in {"version":2,"is_reattach":true,"session_id":null,"session_token":"t"}`, code: "brainwires.missing-field"},
 		{name: "response without session_id", prefix: []string{bwHello}, frame: `out {"accepted":true,"session_token":"t","error":null}`, code: "brainwires.missing-field"},
 		{name: "response accepted a string", prefix: []string{bwHello}, frame: `out {"accepted":"yes","session_id":"abc","error":null}`, code: "brainwires.wrong-type"},
 		{name: "accepted without a token", prefix: []string{bwHello}, frame: `out {"accepted":true,"session_id":"abc","error":null}`, code: "brainwires.no-session-token", sev: SevWarning},
-		{name: "first viewer frame is not the handshake", frame: `in {"type":"user_input","content":"hi"}`, code: CodeHandshakeMissing},
+		{name: "first viewer frame is not the handshake", suffix: ack, frame: `in {"type":"user_input","content":"hi"}`, code: CodeHandshakeMissing},
 		{name: "handshake twice", prefix: hs, frame: bwHello, code: CodeHandshakeRepeated, sev: SevWarning},
 		// tagged messages
 		{name: "untagged frame after the handshake", prefix: hs, frame: `in {"content":"hi"}`, code: "brainwires.missing-type"},

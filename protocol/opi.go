@@ -252,9 +252,33 @@ func (opiProto) IsHandshake(dir Dir, info Info) bool {
 	return dir == FromChild && info.Kind == Handshake
 }
 
-// Pairing is the package default: a command with an id opens it, a response
-// with an id closes it. Commands without an id are answered without one and
-// are not paired (see docs/protocols/opi.md).
+// Pair: a command with an id opens it and the response carrying that id
+// closes it. A command without an id (or with "id":null, which serde reads
+// as no id) is answered by a response without an id naming the command:
+// those queue up per command name, first in, first out. A command type opi
+// does not know is answered by a `parse` response, which names no command,
+// so it opens nothing, and a `parse` response closes nothing.
+func (opiProto) Pair(dir Dir, info Info) (string, PairRole) {
+	switch {
+	case info.Kind == Request && dir == FromParent:
+		if _, known := opiTable.in[info.Method]; !known {
+			return "", PairNone
+		}
+		if info.ID == "" || info.ID == "null" {
+			return info.Method, PairOpenQueue
+		}
+		return info.ID, PairOpen
+	case info.Kind == Response && dir == FromChild:
+		if info.ID != "" && info.ID != "null" {
+			return info.ID, PairClose
+		}
+		if info.Method == "" || info.Method == "parse" {
+			return "", PairNone
+		}
+		return info.Method, PairCloseQueue
+	}
+	return "", PairNone
+}
 
 // opiOnly are commands opi has and pi has not.
 var opiOnly = map[string]bool{"continue": true, "session_info": true, "quit": true, "extension_command": true, "trace": true}

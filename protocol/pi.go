@@ -188,27 +188,37 @@ func (piProto) Validate(dir Dir, frame []byte, info Info) []Violation {
 	return c.out
 }
 
-// Pair: commands with an id open it, responses with an id close it; the
-// child's dialog extension_ui_request opens its id and the parent's
-// extension_ui_response closes it. An unknown command is answered with
-// "Unknown command" and no id, so it opens nothing.
+// Pair: a known command with an id opens it and the response carrying that
+// id closes it. A command without an id (or with "id":null, which pi echoes
+// back as given) is answered by a response without an id naming the
+// command: those queue up per command name, first in, first out. An unknown
+// command is answered with "Unknown command" by name and without its id, so
+// it queues by name whether it has an id or not. A `parse` response answers
+// a line that was not JSON and closes nothing. The child's dialog
+// extension_ui_request opens its id and the parent's extension_ui_response
+// closes it.
 func (piProto) Pair(dir Dir, info Info) (string, PairRole) {
+	noID := info.ID == "" || info.ID == "null"
 	switch info.Kind {
 	case Request:
-		if info.ID == "" || info.ID == "null" {
-			return "", PairNone
-		}
 		if dir == FromParent {
-			if _, known := piTable.in[info.Method]; !known {
-				return "", PairNone
+			if _, known := piTable.in[info.Method]; !known || noID {
+				return info.Method, PairOpenQueue
 			}
+			return info.ID, PairOpen
+		}
+		if noID {
+			return "", PairNone
 		}
 		return info.ID, PairOpen
 	case Response:
-		if info.ID == "" || info.ID == "null" {
+		if !noID {
+			return info.ID, PairClose
+		}
+		if dir == FromParent || info.Method == "" || info.Method == "parse" {
 			return "", PairNone
 		}
-		return info.ID, PairClose
+		return info.Method, PairCloseQueue
 	}
 	return "", PairNone
 }

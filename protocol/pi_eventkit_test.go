@@ -141,6 +141,7 @@ type brokenCase struct {
 	name    string
 	prefix  []string // valid frames before the broken one ("in …"/"out …")
 	frame   string   // the broken frame ("in …"/"out …")
+	suffix  []string // valid frames after the broken one (the other side's answer)
 	code    string   // expected code, raised at the broken frame's record
 	sev     Severity // expected severity ("" = error)
 	earlier bool     // violations before the broken frame are expected too
@@ -150,8 +151,9 @@ func testBroken(t *testing.T, p Protocol, cases []brokenCase) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			steps := append(mustSteps(t, c.prefix...), mustSteps(t, c.frame)...)
-			vs, _ := runSteps(p, steps)
 			rec := uint64(len(steps))
+			steps = append(steps, mustSteps(t, c.suffix...)...)
+			vs, _ := runSteps(p, steps)
 			want := c.sev
 			if want == "" {
 				want = SevError

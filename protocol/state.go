@@ -21,6 +21,16 @@ type Handshaker interface {
 	IsHandshake(dir Dir, info Info) bool
 }
 
+// MultiHandshaker is implemented by a Handshaker whose sessions open with a
+// handshake from more than one side (brainwires: the viewer's Handshake,
+// answered by the agent's HandshakeResponse). HandshakeDirs then replaces
+// HandshakeDir: the first frame of every listed side must be that side's
+// handshake (IsHandshake is asked per direction), and each side's handshake
+// is tracked on its own (missing, late and repeated are reported per side).
+type MultiHandshaker interface {
+	HandshakeDirs() []Dir
+}
+
 // HandshakeExempter is implemented by a Handshaker whose protocol allows some
 // frames of the handshake side before the handshake (MCP ping).
 type HandshakeExempter interface {
@@ -34,6 +44,14 @@ const (
 	PairNone  PairRole = iota // neither opens nor answers a request
 	PairOpen                  // a request that awaits an answer from the other side
 	PairClose                 // an answer to a request sent from the other side
+	// PairOpenQueue is a request without an id that the other side answers
+	// by name (opi, pi: commands without an id are answered by a response
+	// naming the command). Requests with the same key queue up, first in,
+	// first out; a second one while the first is unanswered is legal.
+	PairOpenQueue
+	// PairCloseQueue is an answer without an id: it closes the oldest
+	// unanswered PairOpenQueue request with the same key from the other side.
+	PairCloseQueue
 )
 
 // Pairer is implemented by protocols that name a response's request
@@ -41,7 +59,8 @@ const (
 // a Request with a non-empty Info.ID opens key ID in its direction; a
 // Response with a non-empty ID other than "null" closes key ID of the other
 // direction. Keys are per direction, so the same id in both directions is
-// legal.
+// legal. Queue keys (PairOpenQueue/PairCloseQueue) are kept apart from id
+// keys, so a command name never meets an id.
 type Pairer interface {
 	Pair(dir Dir, info Info) (key string, role PairRole)
 }
@@ -77,7 +96,7 @@ const (
 	CodeHandshakeMissing  = "session.handshake-missing"   // error: the first frame of the handshake side is not the handshake, or none came
 	CodeHandshakeLate     = "session.handshake-late"      // warning: the handshake came after other frames
 	CodeHandshakeRepeated = "session.handshake-repeated"  // warning: a second handshake
-	CodeUnknownResponseID = "session.unknown-response-id" // error: a response whose id names no request in flight
+	CodeUnknownResponseID = "session.unknown-response-id" // error: a response whose id names no request in flight (or, without an id, whose command has none)
 	CodeDuplicateID       = "session.duplicate-id"        // error: a request reuses an id still in flight in its direction
 	CodeUnanswered        = "session.unanswered"          // warning: a request still unanswered when the session ended
 )
@@ -100,18 +119,27 @@ type sessionState struct {
 	pair      func(Dir, Info) (string, PairRole)
 	nonJSONOK bool
 
-	hsSeen     bool
-	hsMissing  bool // handshake-missing already reported
+	hsDir      [2]bool // the sides that open with a handshake
+	hsSeen     [2]bool
+	hsMissing  [2]bool // handshake-missing already reported for that side
 	frames     [2]uint64
 	open       map[pairKey]pending
+	queued     map[pairKey][]pending // PairOpenQueue requests, oldest first
 	lastRecord uint64
 }
 
 func newSessionState(p Protocol) sessionState {
-	s := sessionState{p: p, pair: defaultPair, open: map[pairKey]pending{}}
+	s := sessionState{p: p, pair: defaultPair, open: map[pairKey]pending{}, queued: map[pairKey][]pending{}}
 	if h, ok := p.(Handshaker); ok {
 		s.hs = h
 		s.exempt, _ = p.(HandshakeExempter)
+		if m, ok := p.(MultiHandshaker); ok {
+			for _, d := range m.HandshakeDirs() {
+				s.hsDir[min(d, FromChild)] = true
+			}
+		} else {
+			s.hsDir[min(h.HandshakeDir(), FromChild)] = true
+		}
 	}
 	if pr, ok := p.(Pairer); ok {
 		s.pair = pr.Pair
@@ -161,21 +189,21 @@ func (s *sessionState) frame(rec uint64, dir Dir, frame []byte) (Info, []Violati
 	info := s.p.Classify(dir, frame)
 
 	// Handshake.
-	if s.hs != nil && dir == s.hs.HandshakeDir() {
+	if s.hs != nil && s.hsDir[dir] {
 		isHS := s.hs.IsHandshake(dir, info)
 		switch {
-		case isHS && s.hsSeen:
-			add(CodeHandshakeRepeated, SevWarning, "a second %s handshake", s.p.Name())
+		case isHS && s.hsSeen[dir]:
+			add(CodeHandshakeRepeated, SevWarning, "a second %s handshake from the %s", s.p.Name(), sideName(dir))
 		case isHS:
-			s.hsSeen = true
-			if s.hsMissing {
-				add(CodeHandshakeLate, SevWarning, "the handshake came after other frames from the %s", sideName(dir))
+			s.hsSeen[dir] = true
+			if s.hsMissing[dir] {
+				add(CodeHandshakeLate, SevWarning, "the %s handshake from the %s came after that side's other frames", s.p.Name(), sideName(dir))
 			}
-		case s.hsSeen:
+		case s.hsSeen[dir]:
 		case s.exempt != nil && s.exempt.AllowedBeforeHandshake(dir, info):
-		case !s.hsMissing:
-			s.hsMissing = true
-			add(CodeHandshakeMissing, SevError, "%s sessions open with the handshake from the %s; the first frame is %s", s.p.Name(), sideName(dir), describe(info))
+		case !s.hsMissing[dir]:
+			s.hsMissing[dir] = true
+			add(CodeHandshakeMissing, SevError, "%s sessions open with the handshake from the %s; the %s's first frame is %s", s.p.Name(), sideName(dir), sideName(dir), describe(info))
 		}
 	}
 
@@ -198,6 +226,24 @@ func (s *sessionState) frame(rec uint64, dir Dir, frame []byte) (Info, []Violati
 		} else {
 			add(CodeUnknownResponseID, SevError, "response to id %s, but no request with that id from the %s is awaiting an answer", key, sideName(1-dir))
 		}
+	case PairOpenQueue:
+		k := pairKey{dir, key}
+		s.queued[k] = append(s.queued[k], pending{method: info.Method, rec: rec})
+	case PairCloseQueue:
+		k := pairKey{1 - dir, key}
+		if q := s.queued[k]; len(q) > 0 {
+			if len(q) == 1 {
+				delete(s.queued, k)
+			} else {
+				q[0] = pending{}
+				s.queued[k] = q[1:]
+			}
+			if info.Method == "" {
+				info.Method = q[0].method
+			}
+		} else {
+			add(CodeUnknownResponseID, SevError, "response to %q without an id, but no %q request without an id from the %s is awaiting an answer", key, key, sideName(1-dir))
+		}
 	}
 
 	vs = append(vs, s.p.Validate(dir, frame, info)...)
@@ -213,19 +259,36 @@ func (s *sessionState) finish(rec uint64, vs []Violation) []Violation {
 
 func (s *sessionState) end() []Violation {
 	var vs []Violation
-	if s.hs != nil && !s.hsSeen && !s.hsMissing && s.frames[0]+s.frames[1] > 0 {
-		vs = append(vs, Violation{Code: CodeHandshakeMissing, Severity: SevError,
-			Message: fmt.Sprintf("the session ended without the %s handshake from the %s", s.p.Name(), sideName(s.hs.HandshakeDir()))})
+	if s.hs != nil && s.frames[0]+s.frames[1] > 0 {
+		for _, d := range [2]Dir{FromParent, FromChild} {
+			if s.hsDir[d] && !s.hsSeen[d] && !s.hsMissing[d] {
+				vs = append(vs, Violation{Code: CodeHandshakeMissing, Severity: SevError,
+					Message: fmt.Sprintf("the session ended without the %s handshake from the %s", s.p.Name(), sideName(d))})
+			}
+		}
 	}
-	keys := make([]pairKey, 0, len(s.open))
-	for k := range s.open {
-		keys = append(keys, k)
+	type unanswered struct {
+		pending
+		dir Dir
+		id  string // "" for a queued request
 	}
-	sort.Slice(keys, func(i, j int) bool { return s.open[keys[i]].rec < s.open[keys[j]].rec })
-	for _, k := range keys {
-		p := s.open[k]
-		vs = append(vs, Violation{Code: CodeUnanswered, Severity: SevWarning, Record: p.rec,
-			Message: fmt.Sprintf("request %s (id %s, from the %s) was never answered", orQ(p.method), k.key, sideName(k.dir))})
+	left := make([]unanswered, 0, len(s.open))
+	for k, p := range s.open {
+		left = append(left, unanswered{p, k.dir, k.key})
+	}
+	for k, q := range s.queued {
+		for _, p := range q {
+			left = append(left, unanswered{p, k.dir, ""})
+		}
+	}
+	sort.Slice(left, func(i, j int) bool { return left[i].rec < left[j].rec })
+	for _, u := range left {
+		id := "id " + u.id
+		if u.id == "" {
+			id = "no id, answered in order by name"
+		}
+		vs = append(vs, Violation{Code: CodeUnanswered, Severity: SevWarning, Record: u.rec,
+			Message: fmt.Sprintf("request %s (%s, from the %s) was never answered", orQ(u.method), id, sideName(u.dir))})
 	}
 	return vs
 }

@@ -59,6 +59,7 @@ func interleave(p Protocol, in, out [][]byte) []DirFrame {
 		pair = pr.Pair
 	}
 	open := map[pairKey]bool{}
+	queued := map[pairKey]int{} // PairOpenQueue requests awaiting an answer, per key
 	openFrom := [2]int{}
 	var seq []DirFrame
 	emit := func(d Dir, f []byte) {
@@ -75,16 +76,25 @@ func interleave(p Protocol, in, out [][]byte) []DirFrame {
 				delete(open, pairKey{1 - d, key})
 				openFrom[1-d]--
 			}
+		case PairOpenQueue:
+			queued[pairKey{d, key}]++
+			openFrom[d]++
+		case PairCloseQueue:
+			if queued[pairKey{1 - d, key}] > 0 {
+				queued[pairKey{1 - d, key}]--
+				openFrom[1-d]--
+			}
 		}
 		seq = append(seq, DirFrame{d, f})
 	}
 	answers := func(d Dir, f []byte) bool {
 		key, role := pair(d, p.Classify(d, f))
-		return role == PairClose && open[pairKey{1 - d, key}]
+		return role == PairClose && open[pairKey{1 - d, key}] ||
+			role == PairCloseQueue && queued[pairKey{1 - d, key}] > 0
 	}
 	isAnswer := func(d Dir, f []byte) bool {
 		_, role := pair(d, p.Classify(d, f))
-		return role == PairClose
+		return role == PairClose || role == PairCloseQueue
 	}
 	i, j := 0, 0
 	for i < len(in) || j < len(out) {
