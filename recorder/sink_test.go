@@ -46,6 +46,8 @@ func TestMain(m *testing.M) {
 		os.Exit(SinkMain())
 	case "feeder":
 		os.Exit(feederMain())
+	case "echo":
+		os.Exit(echoMain())
 	}
 	os.Exit(m.Run())
 }
