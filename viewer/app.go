@@ -177,6 +177,10 @@ func (a *App) Stop() {
 
 func (a *App) stop() { a.quitOnce.Do(func() { close(a.quit) }) }
 
+// StartFollowing starts reading new records (once) without Run, for an App
+// driven headless: the follower hands them over through Settle.
+func (a *App) StartFollowing() { a.startFollower() }
+
 // startFollower starts reading new records (once).
 func (a *App) startFollower() {
 	if !a.followerOn.CompareAndSwap(false, true) {

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gdamore/tcell/v2"
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/viewer"
 )
 
 // writeViewCassette writes a small ACP session; end=false leaves it as a
@@ -190,5 +192,82 @@ func TestViewRealPeers(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestViewFollowsLiveRecording views a cassette while `rpctap record`
+// writes it (the bundled demo with pauses between chunks): records appear
+// as they are recorded, and the end record stops the follow.
+func TestViewFollowsLiveRecording(t *testing.T) {
+	if _, ok := commands["record"]; !ok {
+		t.Skip("needs `rpctap record`, which is not available in this build yet")
+	}
+	rp, err := exec.LookPath("rpctap")
+	if err != nil {
+		t.Fatal("rpctap is not in PATH: ", err)
+	}
+	path := filepath.Join(t.TempDir(), "live.cassette")
+	demo := exec.Command(rp, "demo", "-q", "--delay", "150ms", "-o", path)
+	var out bytes.Buffer
+	demo.Stdout, demo.Stderr = &out, &out
+	if err := demo.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- demo.Wait() }()
+	defer func() {
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			demo.Process.Kill()
+		}
+	}()
+	// Open it as soon as it has its header.
+	var src *viewer.IndexSource
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if src, err = viewer.OpenCassette(path); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cassette never became readable: %v\n%s", err, out.String())
+		}
+	}
+	defer src.Close()
+	first := src.Len()
+	if src.Ended() {
+		t.Skip("the demo finished before the viewer opened the cassette; nothing to follow")
+	}
+	store := viewer.NewStore(src)
+	scr := tcell.NewSimulationScreen("UTF-8")
+	app := viewer.New(store, viewer.Options{Name: path, Screen: scr, Follow: true,
+		Follower: &viewer.Follower{Store: store, Path: path, Interval: 20 * time.Millisecond}})
+	defer app.Close()
+	scr.SetSize(140, 50)
+	app.StartFollowing()
+	var sizes []int
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if err := app.Settle(10 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+		app.Draw()
+		if n := store.Len(); len(sizes) == 0 || sizes[len(sizes)-1] != n {
+			sizes = append(sizes, n)
+		}
+		if strings.Contains(viewer.ScreenText(scr), "end of cassette") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the end record never appeared (sizes seen %v):\n%s", sizes, viewer.ScreenText(scr))
+		}
+	}
+	if len(sizes) < 3 || first >= sizes[len(sizes)-1] {
+		t.Errorf("records did not appear in steps while recording: sizes seen %v (opened with %d)", sizes, first)
+	}
+	text := viewer.ScreenText(scr)
+	if !strings.Contains(text, "session/prompt") || !strings.Contains(text, "the recording ended") {
+		t.Errorf("final screen:\n%s", text)
+	}
+	if app.SelectedRecord() != store.Len()-1 {
+		t.Errorf("the selection did not follow to the end: #%d of %d", app.SelectedRecord(), store.Len())
 	}
 }
