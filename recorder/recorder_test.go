@@ -441,3 +441,47 @@ func TestRecorderDiskFullWithCassetteWriter(t *testing.T) {
 		t.Errorf("warnings %q, want one about the full disk", w)
 	}
 }
+
+func TestRecorderRedacts(t *testing.T) {
+	secretFrame := `{"jsonrpc":"2.0","id":1,"method":"authenticate","params":{"methodId":"key","token":"sk-live-123"}}`
+	plain := `{"jsonrpc":"2.0","id":2,"method":"session/new","params":{}}`
+	for _, off := range []bool{false, true} {
+		w := &memWriter{}
+		var opts []Option
+		if off {
+			opts = append(opts, WithRedact(RedactOptions{Off: true}))
+		}
+		r, _ := newTestRecorder(t, w, opts...)
+		ft := &fakeTap{}
+		r.Observe(ft.chunk(tap.Stdin, []byte(secretFrame+"\n"+plain+"\n")))
+		r.Observe(ft.chunk(tap.Stderr, []byte("Authorization: Bearer abc.def\n")))
+		r.Close()
+		recs := w.records()
+		in := string(streamOf(recs, 0, cassette.DirIn))
+		errs := string(streamOf(recs, 0, cassette.DirErr))
+		if off {
+			if in != secretFrame+"\n"+plain+"\n" || !strings.Contains(errs, "abc.def") {
+				t.Errorf("--no-redact changed the recording: %q %q", in, errs)
+			}
+			continue
+		}
+		if strings.Contains(in, "sk-live-123") || !strings.Contains(in, plain) {
+			t.Errorf("secret kept or plain frame changed: %q", in)
+		}
+		if strings.Contains(errs, "abc.def") {
+			t.Errorf("bearer token kept on stderr: %q", errs)
+		}
+		redacted := 0
+		for _, rec := range recs {
+			if rec.Redacted {
+				redacted++
+			}
+		}
+		if redacted != 2 {
+			t.Errorf("%d records marked redacted, want 2", redacted)
+		}
+	}
+	if !Redacting(RedactOptions{}) || Redacting(RedactOptions{Off: true}) {
+		t.Error("Redacting disagrees with the options")
+	}
+}

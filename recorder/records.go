@@ -89,7 +89,12 @@ func (r *Recorder) line(conn int, stream tap.Stream, t int64, payload []byte, eo
 		r.newRecord(t, cassette.KindStderr, conn)
 		r.rec.D = cassette.DirErr
 		r.rec.EOL, r.rec.Part = eol, part
-		r.rec.SetPayload(payload)
+		if out, changed := r.redact(payload); changed {
+			r.rec.SetPayload(out)
+			r.rec.Redacted = true
+		} else {
+			r.rec.SetPayload(payload)
+		}
 		r.put()
 		return
 	}

@@ -1,25 +1,35 @@
 package recorder
 
-// redactor replaces secrets in a frame before it is written. The live
+import "github.com/rpctap/rpctap/redact"
+
+// redactor replaces secrets in a line before it is written. The live
 // session is never altered: only the copy in the cassette.
 type redactor interface {
-	redact(frame []byte) (out []byte, changed bool)
+	redact(line []byte) (out []byte, changed bool)
 }
 
-// newRedactor builds the redactor for opts. The redact package is being
-// written in parallel; until it lands this returns nil (no redaction) and
-// the cassette header does not claim redaction. TODO(redact): switch to the
-// redact package's API here.
-func newRedactor(opts RedactOptions) redactor { return nil }
+type redactAdapter struct{ r *redact.Redactor }
 
-// redact applies the recorder's redactor to a payload.
+func (a redactAdapter) redact(line []byte) ([]byte, bool) { return a.r.Line(line) }
+
+// newRedactor builds the redactor for opts: the redact package's default
+// rules plus opts.Keys, or nil when redaction is off.
+func newRedactor(opts RedactOptions) redactor {
+	r := redact.New(redact.Options{Keys: opts.Keys, Off: opts.Off})
+	if !r.Enabled() {
+		return nil
+	}
+	return redactAdapter{r}
+}
+
+// redact applies the recorder's redactor to a frame or stderr line.
 func (r *Recorder) redact(payload []byte) ([]byte, bool) {
-	if r.redactor == nil || r.opts.Redact.Off {
+	if r.redactor == nil {
 		return payload, false
 	}
 	return r.redactor.redact(payload)
 }
 
-// Redacting reports whether the recorder replaces secrets (the cassette
-// header's "redacted" field should say the same).
-func Redacting(opts RedactOptions) bool { return !opts.Off && newRedactor(opts) != nil }
+// Redacting reports whether a recorder with these options replaces secrets
+// (the cassette header's "redacted" field says the same).
+func Redacting(opts RedactOptions) bool { return newRedactor(opts) != nil }
