@@ -100,3 +100,46 @@ func TestBrainwiresClassify(t *testing.T) {
 		t.Errorf("rejection: %s", fmtViolations(vs))
 	}
 }
+
+// TestBrainwiresTwoSidedHandshake: both sides open with their handshake
+// (the viewer's Handshake, the agent's HandshakeResponse), each checked on
+// its own.
+func TestBrainwiresTwoSidedHandshake(t *testing.T) {
+	sync := `out {"type":"conversation_sync","session_id":"abc","model":"m","messages":[],"status":"Idle","is_busy":false,"tool_mode":"Full","mcp_servers":[]}`
+	input := `in {"type":"user_input","content":"hi"}`
+	rejected := `out {"accepted":false,"session_id":"","session_token":null,"error":"Invalid session token"}`
+	cases := []sessionCase{
+		{"both handshakes first", []string{bwHello, bwAccepted, sync, input}, nil},
+		{"a rejection is the agent's handshake too", []string{bwHello, rejected}, nil},
+		{"agent's first frame is not the HandshakeResponse", []string{bwHello, sync, input},
+			[]string{CodeHandshakeMissing + "@2"}},
+		{"agent's HandshakeResponse after other frames", []string{bwHello, sync, bwAccepted},
+			[]string{CodeHandshakeMissing + "@2", CodeHandshakeLate + "@3"}},
+		{"agent answers twice", []string{bwHello, bwAccepted, sync, bwAccepted},
+			[]string{CodeHandshakeRepeated + "@4"}},
+		{"agent never answers", []string{bwHello},
+			[]string{CodeHandshakeMissing + "@0"}},
+		{"viewer skips its handshake, agent does not", []string{input, bwAccepted},
+			[]string{CodeHandshakeMissing + "@1"}},
+		{"neither side opens with its handshake", []string{input, sync},
+			[]string{CodeHandshakeMissing + "@1", CodeHandshakeMissing + "@2"}},
+		{"viewer's handshake late, agent's on time", []string{input, bwAccepted, bwHello},
+			[]string{CodeHandshakeMissing + "@1", CodeHandshakeLate + "@3"}},
+	}
+	runSessionCases(t, brainwiresProto{}, cases)
+
+	// The messages name the side.
+	for _, c := range []struct {
+		steps []string
+		side  string
+	}{
+		{[]string{bwHello, sync}, "child"},
+		{[]string{input, bwAccepted}, "parent"},
+		{[]string{bwHello}, "child"},
+	} {
+		vs, _ := runSteps(brainwiresProto{}, mustSteps(t, c.steps...))
+		if len(vs) != 1 || vs[0].Code != CodeHandshakeMissing || !strings.Contains(vs[0].Message, "from the "+c.side) {
+			t.Errorf("%v: want one %s naming the %s:%s", c.steps, CodeHandshakeMissing, c.side, fmtViolations(vs))
+		}
+	}
+}

@@ -232,14 +232,14 @@ func (s *sessionState) frame(rec uint64, dir Dir, frame []byte) (Info, []Violati
 	case PairCloseQueue:
 		k := pairKey{1 - dir, key}
 		if q := s.queued[k]; len(q) > 0 {
+			first := q[0]
 			if len(q) == 1 {
 				delete(s.queued, k)
 			} else {
-				q[0] = pending{}
 				s.queued[k] = q[1:]
 			}
 			if info.Method == "" {
-				info.Method = q[0].method
+				info.Method = first.method
 			}
 		} else {
 			add(CodeUnknownResponseID, SevError, "response to %q without an id, but no %q request without an id from the %s is awaiting an answer", key, key, sideName(1-dir))
