@@ -21,7 +21,7 @@ type Follower struct {
 }
 
 // Run calls Store.Refresh on every change and added(n) when n records
-// appeared, until quit is closed. It runs in its own goroutine; added is
+// appeared (or the cassette was found to have ended), until quit is closed. It runs in its own goroutine; added is
 // called from it.
 func (f *Follower) Run(quit <-chan struct{}, added func(n int)) {
 	interval := f.Interval
@@ -57,7 +57,10 @@ func (f *Follower) Run(quit <-chan struct{}, added func(n int)) {
 			}
 		case <-tick.C:
 		}
-		if n, _ := f.Store.Refresh(); n > 0 {
+		wasEnded := f.Store.Ended()
+		// Also report when only the end state changed: the index may
+		// learn that the cassette ended after its end record was read.
+		if n, _ := f.Store.Refresh(); n > 0 || f.Store.Ended() != wasEnded {
 			added(n)
 		}
 	}
