@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -213,4 +214,12 @@ func fileSize(path string) int64 {
 		return 0
 	}
 	return st.Size()
+}
+
+// envInt reads an integer environment variable (tests).
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(strings.TrimSpace(os.Getenv(name))); err == nil {
+		return v
+	}
+	return def
 }

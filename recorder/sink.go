@@ -13,8 +13,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -104,7 +102,13 @@ type sinkProc struct {
 // hang-up for rpctap's group does not reach it; it ignores SIGINT, SIGTERM,
 // SIGHUP and SIGQUIT as well) and ends by itself when its pipes close, that is
 // when rpctap closes the observer or dies.
+//
+// ctx only stops a start that has not begun (the sink's lifetime follows
+// the pipes, never a context: cancelling must not cut a recording short).
 func StartSink(ctx context.Context, cfg SinkConfig) (*PipeObserver, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if cfg.Warn == nil {
 		cfg.Warn = func(msg string) { fmt.Fprintf(os.Stderr, "rpctap: warning: %s\n", msg) }
 	}
@@ -200,7 +204,6 @@ func StartSink(ctx context.Context, cfg SinkConfig) (*PipeObserver, error) {
 	if err != nil {
 		o.gone()
 	}
-	_ = ctx // the sink's lifetime follows the pipes, not a context
 	return o, nil
 }
 
@@ -218,11 +221,9 @@ func startNiced(cmd *exec.Cmd, nice int) error {
 		runtime.LockOSThread()
 		// No UnlockOSThread: the goroutine exits locked, so the Go runtime
 		// ends this (niced) thread instead of reusing it.
-		cur, err := unix.Getpriority(unix.PRIO_PROCESS, 0)
-		_ = cur
-		if err == nil {
-			unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), nice)
-		}
+		// Best effort: if the system refuses, the sink runs at our
+		// priority, which costs latency, not correctness.
+		_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), nice)
 		errc <- cmd.Start()
 	}()
 	return <-errc
@@ -486,12 +487,4 @@ func sinkReader(rec *Recorder, r *bufio.Reader, stream int) {
 			io.CopyN(io.Discard, r, int64(h.length))
 		}
 	}
-}
-
-// envInt reads an integer environment variable (tests).
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(strings.TrimSpace(os.Getenv(name))); err == nil {
-		return v
-	}
-	return def
 }

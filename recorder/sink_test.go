@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -73,7 +72,10 @@ type session struct {
 // stream and into chunks in a plausible read order (each parent line, then
 // the child's answer, stderr now and then), stamped like the tap stamps.
 func makeSession(t testing.TB, size int) *session {
-	mix := agentMix(t, size)
+	return sessionOf(agentMix(t, size))
+}
+
+func sessionOf(mix []byte) *session {
 	lines := bytes.SplitAfter(mix, []byte("\n"))
 	s := &session{}
 	var seq uint64
@@ -242,8 +244,12 @@ func TestSinkEndToEnd(t *testing.T) {
 // says "done" on stdout once every chunk was handed over, and waits to be
 // killed.
 func feederMain() int {
-	size, _ := strconv.Atoi(os.Getenv("RPCTAP_TEST_SIZE"))
-	s := makeSession(nil, size)
+	mix, err := os.ReadFile(os.Getenv("RPCTAP_TEST_MIX"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	s := sessionOf(mix)
 	cfg := sinkConfig(os.Getenv("RPCTAP_TEST_CASSETTE"))
 	o, err := StartSink(context.Background(), cfg)
 	if err != nil {
@@ -262,11 +268,23 @@ func feederMain() int {
 // their agents. The sink must still write everything to the cassette.
 func TestSinkSurvivesSIGKILL(t *testing.T) {
 	runs := envInt("RPCTAP_TEST_KILL_RUNS", 50)
-	// Small sessions end with the sink idle; every fifth is 4 MiB, so the
+	if testing.Short() {
+		runs = 10
+	}
+	// Small sessions end with the sink idle; every fifth is 3 MiB, so the
 	// sink is still behind (pipes full) when the feeder dies.
-	small, big := 256<<10, 4<<20
-	sessions := map[int]*session{small: makeSession(t, small), big: makeSession(t, big)}
+	small, big := 256<<10, 3<<20
 	dir := t.TempDir()
+	sessions := map[int]*session{}
+	mixes := map[int]string{}
+	for _, size := range []int{small, big} {
+		mix := agentMix(t, size)
+		sessions[size] = sessionOf(mix)
+		mixes[size] = filepath.Join(dir, fmt.Sprintf("mix%d", size))
+		if err := os.WriteFile(mixes[size], mix, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ok := 0
 	for run := 0; run < runs; run++ {
 		size := small
@@ -276,7 +294,7 @@ func TestSinkSurvivesSIGKILL(t *testing.T) {
 		s := sessions[size]
 		path := filepath.Join(dir, fmt.Sprintf("k%d.cassette", run))
 		cmd := exec.Command(os.Args[0])
-		cmd.Env = append(os.Environ(), "RPCTAP_RECORDER_HELPER=feeder", "RPCTAP_TEST_SIZE="+strconv.Itoa(size), "RPCTAP_TEST_CASSETTE="+path)
+		cmd.Env = append(os.Environ(), "RPCTAP_RECORDER_HELPER=feeder", "RPCTAP_TEST_MIX="+mixes[size], "RPCTAP_TEST_CASSETTE="+path)
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
