@@ -143,14 +143,20 @@ func (brainwiresProto) Classify(dir Dir, frame []byte) Info {
 	return Info{Kind: Event, Method: t.typ}
 }
 
-func (brainwiresProto) Validate(dir Dir, frame []byte, info Info) []Violation {
-	c := newChecker("brainwires")
-	defer c.release()
+func (p brainwiresProto) Validate(dir Dir, frame []byte, info Info) []Violation {
+	return evValidate(p, false, dir, frame, info)
+}
+
+func (p brainwiresProto) validateValidJSON(dir Dir, frame []byte, info Info) []Violation {
+	return evValidate(p, true, dir, frame, info)
+}
+
+func (brainwiresProto) check(c *checker, dir Dir, frame []byte, info Info) {
 	t, _ := evScanTop(frame)
 	if bwIsHandshakeShape(dir, &t) {
 		o, ok := c.object(frame)
 		if !ok {
-			return c.out
+			return
 		}
 		if dir == FromParent {
 			c.fields(o, bwHandshake, "", "Handshake")
@@ -162,7 +168,7 @@ func (brainwiresProto) Validate(dir Dir, frame []byte, info Info) []Violation {
 					"HandshakeResponse accepts the viewer but returns no session_token; the viewer cannot reattach later")
 			}
 		}
-		return c.out
+		return
 	}
 	o, typ := c.top(dir, frame, &brainwiresTable)
 	switch typ {
@@ -177,7 +183,6 @@ func (brainwiresProto) Validate(dir Dir, frame []byte, info Info) []Violation {
 			}
 		}
 	}
-	return c.out
 }
 
 // bwCheckHandshake applies the agent's acceptance rules to a Handshake.

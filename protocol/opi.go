@@ -172,9 +172,15 @@ func (opiProto) Classify(dir Dir, frame []byte) Info {
 	return info
 }
 
-func (opiProto) Validate(dir Dir, frame []byte, info Info) []Violation {
-	c := newChecker("opi")
-	defer c.release()
+func (p opiProto) Validate(dir Dir, frame []byte, info Info) []Violation {
+	return evValidate(p, false, dir, frame, info)
+}
+
+func (p opiProto) validateValidJSON(dir Dir, frame []byte, info Info) []Violation {
+	return evValidate(p, true, dir, frame, info)
+}
+
+func (opiProto) check(c *checker, dir Dir, frame []byte, info Info) {
 	o, typ := c.top(dir, frame, &opiTable)
 	switch typ {
 	case "rpc_ready":
@@ -193,7 +199,6 @@ func (opiProto) Validate(dir Dir, frame []byte, info Info) []Violation {
 	case "response":
 		opiCheckResponse(c, o)
 	}
-	return c.out
 }
 
 func opiCheckResponse(c *checker, o robj) {

@@ -160,9 +160,15 @@ func (piProto) Classify(dir Dir, frame []byte) Info {
 	return info
 }
 
-func (piProto) Validate(dir Dir, frame []byte, info Info) []Violation {
-	c := newChecker("pi")
-	defer c.release()
+func (p piProto) Validate(dir Dir, frame []byte, info Info) []Violation {
+	return evValidate(p, false, dir, frame, info)
+}
+
+func (p piProto) validateValidJSON(dir Dir, frame []byte, info Info) []Violation {
+	return evValidate(p, true, dir, frame, info)
+}
+
+func (piProto) check(c *checker, dir Dir, frame []byte, info Info) {
 	o, typ := c.top(dir, frame, &piTable)
 	switch typ {
 	case "response":
@@ -185,7 +191,6 @@ func (piProto) Validate(dir Dir, frame []byte, info Info) []Violation {
 	if typ != "" && dir == FromParent && typ != "extension_ui_response" && info.ID == "null" {
 		c.add(SevWarning, "null-id", "/id", fmt.Sprintf("%s has \"id\":null; omit the id instead, pi echoes it as given", typ))
 	}
-	return c.out
 }
 
 // Pair: a known command with an id opens it and the response carrying that

@@ -284,12 +284,38 @@ func quoteAll(v []string) []string {
 	return out
 }
 
+// evChecker is an event-style protocol (synaps, brainwires, opi, pi): its
+// shape rules run on a checker, whose code prefix is the protocol's name.
+type evChecker interface {
+	Name() string
+	check(c *checker, dir Dir, frame []byte, info Info)
+}
+
+// validJSONValidator is implemented by protocols whose Validate would
+// check the frame's JSON syntax again. The Session, which has already run
+// json.Valid on the frame, calls validateValidJSON instead; the result is
+// the same as Validate's for valid JSON.
+type validJSONValidator interface {
+	validateValidJSON(dir Dir, frame []byte, info Info) []Violation
+}
+
+// evValidate runs p's shape rules on one frame; validJSON says the caller
+// has already found frame to be valid JSON.
+func evValidate(p evChecker, validJSON bool, dir Dir, frame []byte, info Info) []Violation {
+	c := newChecker(p.Name())
+	defer c.release()
+	c.validJSON = validJSON
+	p.check(c, dir, frame, info)
+	return c.out
+}
+
 // checker accumulates violations for one frame.
 type checker struct {
-	p      string // code prefix: "synaps", "opi", ...
-	out    []Violation
-	arena  []member
-	pooled *[]member
+	p         string // code prefix: "synaps", "opi", ...
+	validJSON bool   // the frame is known to be valid JSON (the Session checked it)
+	out       []Violation
+	arena     []member
+	pooled    *[]member
 }
 
 // arenas recycles the member buffers of checkers between frames.
@@ -676,12 +702,13 @@ func sortedKeys[V any](m map[string]V) []string {
 // object checks that frame is one valid JSON object and returns its
 // members; otherwise it reports prefix.invalid-json / prefix.not-object and
 // returns nil, false. (The Session reports non-JSON frames itself and does
-// not call Validate on them; direct callers get the same verdict here.)
+// not call Validate on them; direct callers get the same verdict here. The
+// syntax check is skipped when the Session has made it already.)
 func (c *checker) object(frame []byte) (robj, bool) {
 	if c.arena == nil {
 		c.arena = make([]member, 0, 16)
 	}
-	if !json.Valid(frame) {
+	if !c.validJSON && !json.Valid(frame) {
 		c.add(SevError, "invalid-json", "", "frame is not valid JSON: "+excerpt(frame, 60))
 		return nil, false
 	}

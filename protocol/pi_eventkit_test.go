@@ -413,3 +413,48 @@ func TestPiFamilyDetectionOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestValidJSONVariant: the Session calls validateValidJSON (no second
+// syntax check) on frames it found to be JSON; for those frames the verdict
+// is exactly Validate's, and Validate called directly still rejects bytes
+// that are not JSON.
+func TestValidJSONVariant(t *testing.T) {
+	extra := []string{`"x"`, `[1]`, `{}`, `{"type":1}`, `{"type":"nope"}`, `{"type":"response"}`,
+		`{"version":"2","is_reattach":1}`, `{"accepted":"yes"}`}
+	for _, name := range []string{"synaps", "brainwires", "opi", "pi"} {
+		p, err := Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vj, ok := p.(validJSONValidator)
+		if !ok {
+			t.Fatalf("%s does not implement validJSONValidator", name)
+		}
+		files, _ := filepath.Glob(filepath.Join("testdata", name, "*.session"))
+		var steps []evStep
+		for _, f := range files {
+			steps = append(steps, loadSession(t, f)...)
+		}
+		for _, e := range extra {
+			steps = append(steps, evStep{dir: FromParent, frame: []byte(e)}, evStep{dir: FromChild, frame: []byte(e)})
+		}
+		compared := 0
+		for _, st := range steps {
+			info := p.Classify(st.dir, st.frame)
+			want := fmtViolations(p.Validate(st.dir, st.frame, info))
+			if got := fmtViolations(vj.validateValidJSON(st.dir, st.frame, info)); got != want {
+				t.Errorf("%s %s %s: validateValidJSON:%s\nValidate:%s", name, st.dir, st.frame, got, want)
+			}
+			compared++
+		}
+		if compared < 20 {
+			t.Errorf("%s: only %d frames compared", name, compared)
+		}
+		for _, bad := range []string{`{"type":"x"`, `not json`, `{"type":"x"} trailing`} {
+			vs := p.Validate(FromParent, []byte(bad), Info{})
+			if len(vs) != 1 || vs[0].Code != name+".invalid-json" {
+				t.Errorf("%s: Validate(%q) = %s, want %s.invalid-json", name, bad, fmtViolations(vs), name)
+			}
+		}
+	}
+}

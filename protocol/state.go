@@ -118,18 +118,19 @@ type sessionState struct {
 	exempt    HandshakeExempter
 	pair      func(Dir, Info) (string, PairRole)
 	nonJSONOK bool
+	vj        validJSONValidator // Validate without the syntax check, for frames found valid here
 
 	hsDir      [2]bool // the sides that open with a handshake
 	hsSeen     [2]bool
 	hsMissing  [2]bool // handshake-missing already reported for that side
 	frames     [2]uint64
 	open       map[pairKey]pending
-	queued     map[pairKey][]pending // PairOpenQueue requests, oldest first
+	queued     map[pairKey][]pending // PairOpenQueue requests, oldest first (nil until the first)
 	lastRecord uint64
 }
 
 func newSessionState(p Protocol) sessionState {
-	s := sessionState{p: p, pair: defaultPair, open: map[pairKey]pending{}, queued: map[pairKey][]pending{}}
+	s := sessionState{p: p, pair: defaultPair, open: map[pairKey]pending{}}
 	if h, ok := p.(Handshaker); ok {
 		s.hs = h
 		s.exempt, _ = p.(HandshakeExempter)
@@ -147,6 +148,7 @@ func newSessionState(p Protocol) sessionState {
 	if n, ok := p.(NonJSONAccepter); ok {
 		s.nonJSONOK = n.AcceptsNonJSON()
 	}
+	s.vj, _ = p.(validJSONValidator)
 	return s
 }
 
@@ -227,6 +229,9 @@ func (s *sessionState) frame(rec uint64, dir Dir, frame []byte) (Info, []Violati
 			add(CodeUnknownResponseID, SevError, "response to id %s, but no request with that id from the %s is awaiting an answer", key, sideName(1-dir))
 		}
 	case PairOpenQueue:
+		if s.queued == nil {
+			s.queued = map[pairKey][]pending{}
+		}
 		k := pairKey{dir, key}
 		s.queued[k] = append(s.queued[k], pending{method: info.Method, rec: rec})
 	case PairCloseQueue:
@@ -246,7 +251,12 @@ func (s *sessionState) frame(rec uint64, dir Dir, frame []byte) (Info, []Violati
 		}
 	}
 
-	vs = append(vs, s.p.Validate(dir, frame, info)...)
+	if s.vj != nil && !s.nonJSONOK {
+		// frame passed json.Valid above (or is the JSON behind ANSI junk)
+		vs = append(vs, s.vj.validateValidJSON(dir, frame, info)...)
+	} else {
+		vs = append(vs, s.p.Validate(dir, frame, info)...)
+	}
 	return info, s.finish(rec, vs)
 }
 

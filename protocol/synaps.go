@@ -121,9 +121,15 @@ func (synapsProto) Classify(dir Dir, frame []byte) Info {
 	return info
 }
 
-func (synapsProto) Validate(dir Dir, frame []byte, info Info) []Violation {
-	c := newChecker("synaps")
-	defer c.release()
+func (p synapsProto) Validate(dir Dir, frame []byte, info Info) []Violation {
+	return evValidate(p, false, dir, frame, info)
+}
+
+func (p synapsProto) validateValidJSON(dir Dir, frame []byte, info Info) []Violation {
+	return evValidate(p, true, dir, frame, info)
+}
+
+func (synapsProto) check(c *checker, dir Dir, frame []byte, info Info) {
 	o, typ := c.top(dir, frame, &synapsTable)
 	switch typ {
 	case "ready":
@@ -145,7 +151,6 @@ func (synapsProto) Validate(dir Dir, frame []byte, info Info) []Violation {
 			}
 		}
 	}
-	return c.out
 }
 
 // Handshaker: the child opens with `ready`.
