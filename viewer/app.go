@@ -734,6 +734,9 @@ func (a *App) refreshStatus() {
 	t += fmt.Sprintf(" · %d records", a.store.Len())
 	if f := a.view.Filter(); f.Active() {
 		t += fmt.Sprintf(" · [yellow]filter %s: %d rows[-]", tview.Escape(f.String()), a.view.Len(a.store))
+		if done, n := a.view.Progress(), a.store.Len(); done < n {
+			t += fmt.Sprintf(" [olive](filtering %d%%)[-]", done*100/max(n, 1))
+		}
 	}
 	if a.follow {
 		if a.sticky {
