@@ -56,11 +56,12 @@ func relay(src io.Reader, dst io.WriteCloser, st tap.Stream, seq *atomic.Uint64,
 
 // BenchmarkRoundTrip measures what observing costs a 200-byte round trip
 // through a tap-like relay and an echo child: no observer, the in-process
-// Recorder, and the PipeObserver with the sink at nice 0 and at nice 10.
+// Recorder, and the PipeObserver with the sink at nice 0 and at nice 10,
+// with and without gathering (see sinkReader).
 // It reports p50 and p99 in µs. (The whole-process comparison with a cat
 // relay is bench/'s job; this isolates the observer.)
 func BenchmarkRoundTrip(b *testing.B) {
-	for _, mode := range []string{"none", "inprocess", "sink-nice0", "sink-nice10"} {
+	for _, mode := range []string{"none", "inprocess", "sink-nice0", "sink-nice10-nogather", "sink-nice10"} {
 		b.Run(mode, func(b *testing.B) {
 			dir := b.TempDir()
 			var o tap.Observer
@@ -71,11 +72,14 @@ func BenchmarkRoundTrip(b *testing.B) {
 					b.Fatal(err)
 				}
 				o = New(w, WithWarn(func(m string) { b.Error(m) }))
-			case "sink-nice0", "sink-nice10":
+			case "sink-nice0", "sink-nice10", "sink-nice10-nogather":
 				cfg := sinkConfig(filepath.Join(dir, "s.cassette"))
 				cfg.Nice = -1
-				if mode == "sink-nice10" {
+				if mode != "sink-nice0" {
 					cfg.Nice = 10
+				}
+				if mode == "sink-nice10-nogather" {
+					cfg.Env = append(cfg.Env, "RPCTAP_TEST_NOGATHER=1")
 				}
 				cfg.Warn = func(m string) { b.Error(m) }
 				po, err := StartSink(context.Background(), cfg)

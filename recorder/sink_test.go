@@ -35,6 +35,9 @@ func TestMain(m *testing.M) {
 			signal.Ignore(syscall.SIGXFSZ)
 			unix.Setrlimit(unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: uint64(n), Max: uint64(n)})
 		}
+		if os.Getenv("RPCTAP_TEST_NOGATHER") != "" {
+			gatherDelay = 0
+		}
 		if os.Getenv("RPCTAP_TEST_PANIC_VALIDATOR") != "" {
 			sinkTestHook = func(o *Options) {
 				o.validatorHook = func(int, uint64, protocol.Dir, []byte) []protocol.Violation {
