@@ -293,12 +293,13 @@ func (s *sessionState) end() []Violation {
 	}
 	sort.Slice(left, func(i, j int) bool { return left[i].rec < left[j].rec })
 	for _, u := range left {
-		id := "id " + u.id
+		var msg string
 		if u.id == "" {
-			id = "no id, answered in order by name"
+			msg = fmt.Sprintf("request %s (no id, answered in order by name; from the %s) was never answered", orQ(u.method), sideName(u.dir))
+		} else {
+			msg = fmt.Sprintf("request %s (id %s, from the %s) was never answered", orQ(u.method), u.id, sideName(u.dir))
 		}
-		vs = append(vs, Violation{Code: CodeUnanswered, Severity: SevWarning, Record: u.rec,
-			Message: fmt.Sprintf("request %s (%s, from the %s) was never answered", orQ(u.method), id, sideName(u.dir))})
+		vs = append(vs, Violation{Code: CodeUnanswered, Severity: SevWarning, Record: u.rec, Message: msg})
 	}
 	return vs
 }
