@@ -12,9 +12,11 @@
 //
 // The Session is generic: a protocol steers it through optional interfaces
 // (state.go): Handshaker (which frame opens the session and from which
-// side), HandshakeExempter (frames allowed before it), Pairer (how a
+// side), MultiHandshaker (both sides open with a handshake, each checked on
+// its own), HandshakeExempter (frames allowed before it), Pairer (how a
 // response names its request, when the per-direction id default does not
-// fit) and NonJSONAccepter (raw). NewDetector picks a protocol from a
+// fit; by id, or queued first in, first out by name for requests without an
+// id) and NonJSONAccepter (raw). NewDetector picks a protocol from a
 // session's first frames. Codes and severities: docs/protocols.md.
 package protocol
 
