@@ -93,9 +93,9 @@ const (
 	CodeANSIBeforeJSON    = "session.ansi-before-json"    // error: terminal escape codes before a JSON frame on stdout
 	CodeNonJSONStdin      = "session.non-json-stdin"      // warning: the parent wrote a line that is not JSON
 	CodeEmptyLine         = "session.empty-line"          // info: an empty line
-	CodeHandshakeMissing  = "session.handshake-missing"   // error: the first frame of the handshake side is not the handshake, or none came
-	CodeHandshakeLate     = "session.handshake-late"      // warning: the handshake came after other frames
-	CodeHandshakeRepeated = "session.handshake-repeated"  // warning: a second handshake
+	CodeHandshakeMissing  = "session.handshake-missing"   // error: the first frame of a handshake side is not its handshake, or that side sent none
+	CodeHandshakeLate     = "session.handshake-late"      // warning: a side's handshake came after its other frames
+	CodeHandshakeRepeated = "session.handshake-repeated"  // warning: a second handshake from the same side
 	CodeUnknownResponseID = "session.unknown-response-id" // error: a response whose id names no request in flight (or, without an id, whose command has none)
 	CodeDuplicateID       = "session.duplicate-id"        // error: a request reuses an id still in flight in its direction
 	CodeUnanswered        = "session.unanswered"          // warning: a request still unanswered when the session ended
