@@ -98,7 +98,7 @@ func BenchmarkSink(b *testing.B) {
 	chunks, total := benchChunks(b, 32<<20)
 	b.SetBytes(total)
 	dir := b.TempDir()
-	var size int64
+	var size, rss int64
 	for i := 0; i < b.N; i++ {
 		cfg := sinkConfig(filepath.Join(dir, filepathSafe(i)))
 		cfg.Warn = func(m string) { b.Error(m) }
@@ -111,6 +111,8 @@ func BenchmarkSink(b *testing.B) {
 		}
 		o.Close()
 		size = fileSize(cfg.Path)
+		rss = max(rss, o.Result().PeakRSS)
 	}
 	b.ReportMetric(float64(size)/float64(total), "ratio")
+	b.ReportMetric(float64(rss)/(1<<20), "sink-peak-MiB")
 }

@@ -46,7 +46,8 @@ type PipeObserver struct {
 	pendGap []msgHeader // lossy gaps that did not fit into ctl yet (bounded)
 	lostGap int64       // gap bytes beyond pendGap's bound, not yet reported
 
-	sink *sinkProc // nil for an observer over plain pipes (tests)
+	sink   *sinkProc  // nil for an observer over plain pipes (tests)
+	result SinkResult // set by Close
 }
 
 // wirePipe is one pipe's write end, with the mutex its writers share.

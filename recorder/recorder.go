@@ -18,19 +18,21 @@ const (
 	// many payload bytes were written since the last flush.
 	batchBytes = 64 << 10
 	// queueLen: chunks waiting for the writer goroutine. With the tap's
-	// 64 KiB reads this bounds queued data to about 16 MiB.
-	queueLen = 256
+	// 64 KiB reads this bounds queued data to about 4 MiB (the sink's pipes
+	// hold up to 1 MiB per stream more, outside the process).
+	queueLen = 64
 	// maxHoldChunks and maxHoldBytes bound the reorder hold: chunks that
 	// arrived before a chunk with a smaller Seq. Past either bound the hold
 	// gives up waiting for the missing Seq and writes what it holds in Seq
 	// order; the late chunk, when it comes, is written where it arrives
 	// (its T still tells when it was read).
 	maxHoldChunks = 4096
-	maxHoldBytes  = 8 << 20
+	maxHoldBytes  = 4 << 20
 	// maxValidateBytes: frames queued for the validator goroutine. Past it
 	// the recorder stops validating (and says so in the cassette) rather
-	// than slow the recording down.
-	maxValidateBytes = 32 << 20
+	// than slow the recording down. A single larger frame is accepted when
+	// nothing else is queued.
+	maxValidateBytes = 8 << 20
 	// maxPending: remembered request ids per connection and direction, used
 	// to give responses their request's method.
 	maxPending = 4096

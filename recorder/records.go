@@ -252,7 +252,7 @@ func (r *Recorder) queueValidation(j valJob) {
 	if !r.validating {
 		return
 	}
-	if r.valPend.Load()+int64(len(j.frame)) <= maxValidateBytes {
+	if pend := r.valPend.Load(); pend == 0 || pend+int64(len(j.frame)) <= maxValidateBytes {
 		select {
 		case r.valQ <- j:
 			r.valPend.Add(int64(len(j.frame)))

@@ -13,6 +13,9 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -80,6 +83,29 @@ type sinkStatus struct {
 	Warn    string `json:"warn,omitempty"`
 	Done    bool   `json:"done,omitempty"`
 	Records uint64 `json:"records,omitempty"`
+	PeakRSS int64  `json:"peak_rss,omitempty"` // the sink's VmHWM in bytes
+}
+
+// SinkResult is what the sink reported at its end.
+type SinkResult struct {
+	Done    bool   // the cassette was finalized
+	Records uint64 // records written, the header not counted
+	PeakRSS int64  // the sink process's peak resident memory, bytes (0: unknown)
+}
+
+// peakRSS reads this process's VmHWM.
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 // sinkProc is the main process's handle on the sink.
@@ -278,6 +304,7 @@ func (o *PipeObserver) Close() error {
 	defer timer.Stop()
 	select {
 	case st := <-s.status:
+		o.result = SinkResult{Done: st.Done, Records: st.Records, PeakRSS: st.PeakRSS}
 		werr := s.cmd.Wait()
 		if !st.Done {
 			why := "it exited"
@@ -294,6 +321,9 @@ func (o *PipeObserver) Close() error {
 	}
 }
 
+// Result is what the sink reported when it finished; valid after Close.
+func (o *PipeObserver) Result() SinkResult { return o.result }
+
 // SinkMain runs the sink process (`rpctap __sink`): it reads the pipes set up
 // by StartSink on fds 3-7 to their end, records through a Recorder, and
 // finalizes the cassette. It returns the process's exit status; every
@@ -307,6 +337,13 @@ func SinkMain() int {
 		return 2
 	}
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
+	// rpctap and its sink aim at 32 MiB together: make the garbage
+	// collector work harder rather than let the heap grow past ~24 MiB
+	// (a soft limit; a 16 MiB line still fits, at some GC cost). GOMEMLIMIT
+	// in the environment wins.
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(24 << 20)
+	}
 	return runSink(ctl, data, status)
 }
 
@@ -381,7 +418,7 @@ func runSink(ctl io.ReadCloser, data [3]*os.File, statusF io.WriteCloser) (code 
 	if rec.Failed() {
 		return 0 // the warning went out already
 	}
-	st.send(sinkStatus{Done: true, Records: rec.Stats().Records})
+	st.send(sinkStatus{Done: true, Records: rec.Stats().Records, PeakRSS: peakRSS()})
 	return 0
 }
 

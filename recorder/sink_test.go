@@ -209,6 +209,9 @@ func TestSinkEndToEnd(t *testing.T) {
 	if w := ws.list(); len(w) != 0 {
 		t.Fatalf("warnings: %q", w)
 	}
+	if res := o.Result(); !res.Done || res.Records == 0 || res.PeakRSS == 0 {
+		t.Errorf("sink result %+v", res)
+	}
 	st, err := os.Stat(path)
 	if err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("cassette %v, mode %v", err, st.Mode())
