@@ -190,6 +190,7 @@ type valJob struct {
 	n     uint64
 	dir   protocol.Dir
 	frame []byte
+	end   bool // the connection closed: run its session-end checks
 }
 
 type validationResult struct {

@@ -485,3 +485,54 @@ func TestRecorderRedacts(t *testing.T) {
 		t.Error("Redacting disagrees with the options")
 	}
 }
+
+// Socket mode: each connection is its own stream pair and session; a
+// closed connection gets its last line and its session-end checks at once.
+func TestRecorderConnections(t *testing.T) {
+	if _, err := protocol.Lookup("acp"); err != nil {
+		t.Skip("acp not registered yet")
+	}
+	w := &memWriter{}
+	r, _ := newTestRecorder(t, w, WithProtocol("acp", true))
+	ft := &fakeTap{}
+	req := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`
+	for conn := 1; conn <= 2; conn++ {
+		r.Event(tap.Event{Conn: conn, Kind: cassette.EventConnOpen})
+		c := ft.chunk(tap.Stdin, []byte(req+"\n"+"tail"))
+		c.Conn = conn
+		r.Observe(c)
+	}
+	r.Event(tap.Event{Conn: 1, Kind: cassette.EventConnClose, T: ft.t + 1})
+	// Wait until conn 1's close is written, before conn 2 closes.
+	deadline := time.Now().Add(5 * time.Second)
+	closedAt := -1
+	for closedAt < 0 && time.Now().Before(deadline) {
+		for i, rec := range w.records() {
+			if rec.K == cassette.KindEvent && rec.Ev == cassette.EventConnClose {
+				closedAt = i
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	r.Event(tap.Event{Conn: 2, Kind: cassette.EventConnClose, T: ft.t + 2})
+	r.Close()
+	recs := w.records()
+	for conn := 1; conn <= 2; conn++ {
+		if got := string(streamOf(recs, conn, cassette.DirIn)); got != req+"\ntail" {
+			t.Errorf("conn %d: %q", conn, got)
+		}
+	}
+	if closedAt < 0 {
+		t.Fatal("conn 1's close was not written")
+	}
+	// conn 1's tail line comes before its close event.
+	tailAt := -1
+	for i, rec := range recs {
+		if rec.Conn == 1 && rec.K == cassette.KindFrame && rec.Text == "tail" {
+			tailAt = i
+		}
+	}
+	if tailAt < 0 || tailAt > closedAt {
+		t.Errorf("conn 1's last line at %d, its close at %d", tailAt, closedAt)
+	}
+}

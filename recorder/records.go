@@ -342,6 +342,13 @@ func (r *Recorder) validateOne(sessions map[int]*protocol.Session, j valJob) (v 
 			perr = panicLine(p)
 		}
 	}()
+	if j.end {
+		if s := sessions[j.conn]; s != nil {
+			delete(sessions, j.conn)
+			return s.End(), ""
+		}
+		return nil, ""
+	}
 	if h := r.opts.validatorHook; h != nil {
 		return h(j.conn, j.n, j.dir, j.frame), ""
 	}
@@ -386,7 +393,13 @@ func (r *Recorder) event(it *item) {
 		sp := &cs.split[tap.Stdin]
 		sp.end(func(p []byte, eol string, part bool) { r.line(e.Conn, tap.Stdin, cs.lastT[tap.Stdin], p, eol, part) })
 	case cassette.EventConnClose:
+		// The connection's last lines, then its session-end checks; its
+		// state is dropped after the event (socket mode may see many).
 		r.endStreams(e.Conn, cs)
+		if r.proto != nil && r.validating {
+			r.queueValidation(valJob{conn: e.Conn, end: true})
+		}
+		defer delete(r.conns, e.Conn)
 	}
 	r.newRecord(e.T, cassette.KindEvent, e.Conn)
 	r.rec.Ev = e.Kind
