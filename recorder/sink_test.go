@@ -198,6 +198,23 @@ func TestSinkEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The sink runs niced, in its own process group, and holds none of our
+	// standard streams.
+	pid := o.sink.cmd.Process.Pid
+	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+2:]))
+		if len(f) > 16 && f[16] != "10" {
+			t.Errorf("sink nice %s, want 10", f[16])
+		}
+	}
+	if pgid, err := syscall.Getpgid(pid); err != nil || pgid != pid {
+		t.Errorf("sink process group %d (%v), want its own (%d)", pgid, err, pid)
+	}
+	for fd := 0; fd <= 2; fd++ {
+		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", pid, fd)); err == nil && l != "/dev/null" {
+			t.Errorf("sink fd %d is %s, want /dev/null", fd, l)
+		}
+	}
 	o.Event(tap.Event{T: 1, Kind: cassette.EventStart, Argv: []string{"agent"}, PID: 42, Cwd: "/w"})
 	s.feed(o)
 	o.Event(tap.Event{T: 1 << 40, Kind: cassette.EventStdinEOF})
