@@ -375,6 +375,13 @@ func (r *Recorder) warn(kind, msg string) {
 // run is the writer goroutine.
 func (r *Recorder) run() {
 	defer close(r.done)
+	if r.proto != nil && !r.opts.HeaderProtocol {
+		// A forced protocol the header does not name: say it first.
+		r.newRecord(0, cassette.KindMeta, 0)
+		r.rec.Protocol = r.protoName
+		r.put()
+		r.flush()
+	}
 	for {
 		select {
 		case it := <-r.in:

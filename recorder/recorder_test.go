@@ -536,3 +536,42 @@ func TestRecorderConnections(t *testing.T) {
 		t.Errorf("conn 1's last line at %d, its close at %d", tailAt, closedAt)
 	}
 }
+
+// A forced protocol gets a meta record unless the header already names it.
+func TestRecorderForcedProtocolMeta(t *testing.T) {
+	if _, err := protocol.Lookup("mcp"); err != nil {
+		t.Skip("mcp not registered yet")
+	}
+	for _, inHeader := range []bool{false, true} {
+		w := &memWriter{}
+		r, _ := newTestRecorder(t, w, WithProtocol("mcp", inHeader))
+		ft := &fakeTap{}
+		r.Observe(ft.chunk(tap.Stdin, []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`+"\n")))
+		r.Close()
+		recs := w.records()
+		metas := 0
+		for _, rec := range recs {
+			if rec.K == cassette.KindMeta {
+				metas++
+				if rec.Protocol != "mcp" || rec.N != 1 {
+					t.Errorf("meta record %+v", rec)
+				}
+			}
+		}
+		if want := map[bool]int{false: 1, true: 0}[inHeader]; metas != want {
+			t.Errorf("header names it: %v; %d meta records, want %d", inHeader, metas, want)
+		}
+		frames := 0
+		for _, f := range recs {
+			if f.K == cassette.KindFrame {
+				frames++
+				if f.Method != "initialize" || f.Kind != "request" {
+					t.Errorf("frame not classified by the forced protocol: %+v", f)
+				}
+			}
+		}
+		if frames != 1 {
+			t.Errorf("%d frames, want 1", frames)
+		}
+	}
+}
