@@ -52,6 +52,7 @@ func BenchmarkRecorder(b *testing.B) {
 			b.SetBytes(total)
 			b.ReportAllocs()
 			var frames uint64
+			stopped := 0
 			for i := 0; i < b.N; i++ {
 				w, err := cassette.NewWriter(io.Discard, cassette.Header{}, nil)
 				if err != nil {
@@ -63,8 +64,14 @@ func BenchmarkRecorder(b *testing.B) {
 				}
 				r.Close()
 				frames += r.Stats().Frames
+				if r.valStopped {
+					stopped++
+				}
 			}
 			b.ReportMetric(float64(frames)/b.Elapsed().Seconds(), "frames/s")
+			// Runs in which the validator fell maxValidateBytes behind and
+			// validation stopped (then "validate" measures less than it says).
+			b.ReportMetric(float64(stopped)/float64(b.N), "val-stopped/op")
 		})
 	}
 }
