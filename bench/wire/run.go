@@ -389,7 +389,11 @@ func (r *runner) open(s setup, w string, p params, rep int, capture *[]byte, cas
 		bin = s.Bin
 	}
 	t0 := time.Now()
-	l, err := start(s, argv, bin, cassette, replay, r.tmp)
+	interval := 20 * time.Millisecond
+	if w == "ping" || w == "pingseq" {
+		interval = 0
+	}
+	l, err := start(s, argv, bin, cassette, replay, r.tmp, interval)
 	if err != nil {
 		return nil, err
 	}

@@ -77,7 +77,12 @@ func pipe() (r, w *os.File) {
 
 // start launches set-up s for a child started with childArgv (argv[0] is the
 // executable).
-func start(s setup, childArgv []string, rpctap, cassette, replay, tmp string) (*launched, error) {
+//
+// interval is how often memory is sampled while the session runs (0: only at
+// its end; VmHWM is a high-water mark, so the final sample has the peaks of
+// rpctap and its sink, and the ping workload wants no sampler in the parent
+// while it times round trips).
+func start(s setup, childArgv []string, rpctap, cassette, replay, tmp string, interval time.Duration) (*launched, error) {
 	self := childArgv[0]
 	l := &launched{selfExe: self, cassette: cassette,
 		hwm: map[int]int64{}, rss: map[int]int64{}, exe: map[int]string{}, anon: map[int]int64{}, file: map[int]int64{},
@@ -168,15 +173,19 @@ func start(s setup, childArgv []string, rpctap, cassette, replay, tmp string) (*
 			return nil, fmt.Errorf("%s: %v", s.Name, err)
 		}
 	}
-	go l.sampler()
+	go l.sampler(interval)
 	return l, nil
 }
 
 // sampler records the peak and current memory of the relay processes (and of
-// rpctap's own children other than the bench child: its sink) every 20 ms.
-func (l *launched) sampler() {
+// rpctap's own children other than the bench child: its sink) every interval.
+func (l *launched) sampler(interval time.Duration) {
 	defer close(l.stopped)
-	t := time.NewTicker(20 * time.Millisecond)
+	if interval <= 0 {
+		<-l.stop
+		return
+	}
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		l.sample()
