@@ -89,7 +89,7 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.Quick, "quick", false, "small sizes and 3 repetitions: a smoke run of a few seconds")
 	fs.IntVar(&c.Reps, "reps", 0, "repetitions per set-up (default 5, or 3 with --quick)")
 	wl := fs.String("workload", strings.Join(allWorkloads, ","), "comma-separated workloads: "+strings.Join(allWorkloads, ", "))
-	su := fs.String("setups", "direct,cat,record,record-noredact,record-devnull,fwd,replay", "comma-separated set-ups (rpctap ones are skipped when the binary lacks the command)")
+	su := fs.String("setups", "direct,cat,gorelay-block,gorelay-poll,record,record-noredact,record-devnull,fwd,replay", "comma-separated set-ups (rpctap ones are skipped when the binary lacks the command)")
 	fs.StringVar(&c.Rpctap, "rpctap", "", "rpctap binary to measure (default: go build ./cmd/rpctap from this module)")
 	fs.BoolVar(&c.Interleave, "ping-interleave", true, "ping: keep every set-up's session open and take one round trip from each in turn (false: one set-up's session after another)")
 	fs.StringVar(&c.Alt, "alt", "", "a second rpctap `binary` (a candidate change): each rpctap set-up also runs with it, as NAME-alt, alternating in the same run")
