@@ -60,6 +60,9 @@
 // The sink process (SinkMain) runs a Recorder plus four pipe reader
 // goroutines (sinkReader), one per pipe, which block on their pipe (idle) or
 // on the Recorder's queue (backpressure that reaches rpctap through the full
-// pipe). It exits when all four pipes reached their end, which happens when
+// pipe). A chunk reader also waits, in an eventGate, for the ctl reader to
+// queue the events written before that chunk; the ctl reader never waits for
+// the chunk readers and opens the gate for good when ctl ends, so this wait
+// closes no cycle. It exits when all four pipes reached their end, which happens when
 // rpctap closes them or dies, and after the Recorder's Close returned.
 package recorder

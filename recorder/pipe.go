@@ -40,7 +40,8 @@ type PipeObserver struct {
 	ctl    *wirePipe
 	data   [3]*wirePipe
 	maxSeq atomic.Uint64
-	dead   atomic.Bool // the sink stopped reading: drop everything
+	events atomic.Uint64 // events written to ctl so far
+	dead   atomic.Bool   // the sink stopped reading: drop everything
 
 	gapMu   sync.Mutex
 	pendGap []msgHeader // lossy gaps that did not fit into ctl yet (bounded)
@@ -224,7 +225,7 @@ func (o *PipeObserver) Observe(c tap.Chunk) {
 		}
 	}
 	p := o.data[c.Stream%3]
-	h := msgHeader{typ: msgChunk, stream: uint8(c.Stream % 3), conn: uint32(c.Conn), seq: c.Seq, t: c.T}
+	h := msgHeader{typ: msgChunk, stream: uint8(c.Stream % 3), conn: uint32(c.Conn), seq: c.Seq, t: c.T, events: o.events.Load()}
 	p.mu.Lock()
 	err := p.write(&h, c.Data, !o.lossy)
 	p.mu.Unlock()
@@ -310,6 +311,9 @@ func (o *PipeObserver) Event(e tap.Event) {
 	h := msgHeader{typ: msgEvent, stream: uint8(e.Stream % 3), conn: uint32(e.Conn), seq: o.maxSeq.Load(), t: e.T}
 	o.ctl.mu.Lock()
 	err = o.ctl.write(&h, payload, true)
+	if err == nil {
+		o.events.Add(1)
+	}
 	o.ctl.mu.Unlock()
 	if err != nil {
 		o.gone()

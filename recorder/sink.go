@@ -406,11 +406,13 @@ func runSink(ctl io.ReadCloser, data [3]*os.File, statusF io.WriteCloser) (code 
 
 	var wg sync.WaitGroup
 	wg.Add(4)
-	go func() { defer wg.Done(); sinkReader(rec, cr, -1) }()
-	for i, f := range data {
+	gate := newEventGate()
+	go func() { defer wg.Done(); defer gate.close(); sinkReader(rec, cr, nil, gate) }()
+	for _, f := range data {
 		go func() {
 			defer wg.Done()
-			sinkReader(rec, bufio.NewReaderSize(f, 256<<10), i)
+			d := &drainReader{r: f}
+			sinkReader(rec, bufio.NewReaderSize(d, 256<<10), d, gate)
 		}()
 	}
 	wg.Wait()
@@ -420,6 +422,59 @@ func runSink(ctl io.ReadCloser, data [3]*os.File, statusF io.WriteCloser) (code 
 	}
 	st.send(sinkStatus{Done: true, Records: rec.Stats().Records, PeakRSS: peakRSS()})
 	return 0
+}
+
+// eventGate lets a pipe reader hold a chunk until the ctl reader has queued
+// the events written before it. The ctl reader never waits for the pipe
+// readers, and close (at the end of ctl, torn or not) releases every
+// waiter, so the wait cannot deadlock.
+type eventGate struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	n      uint64
+	closed bool
+}
+
+func newEventGate() *eventGate {
+	g := &eventGate{}
+	g.cond = sync.NewCond(&g.mu)
+	return g
+}
+
+func (g *eventGate) add() {
+	g.mu.Lock()
+	g.n++
+	g.mu.Unlock()
+	g.cond.Broadcast()
+}
+
+func (g *eventGate) close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+	g.cond.Broadcast()
+}
+
+func (g *eventGate) wait(n uint64) {
+	g.mu.Lock()
+	for g.n < n && !g.closed {
+		g.cond.Wait()
+	}
+	g.mu.Unlock()
+}
+
+// drainReader notes whether its last read emptied the pipe (returned less
+// than asked for): only then does the sink reader pause to gather, so a
+// bulk transfer is read back to back at full speed.
+type drainReader struct {
+	r       io.Reader
+	drained bool
+}
+
+func (d *drainReader) Read(p []byte) (int, error) {
+	n, err := d.r.Read(p)
+	d.drained = n < len(p)
+	return n, err
 }
 
 // gatherDelay is how long a sink reader lets chunks gather in its pipe
@@ -466,13 +521,14 @@ func (w fileWriter) Close() error {
 
 // sinkReader is a pipe reader goroutine of the sink: it reads one pipe to
 // its end and hands every message to the Recorder (which may block it:
-// backpressure to rpctap through the pipe). stream is -1 for the ctl pipe.
+// backpressure to rpctap through the pipe). pipe is nil for the ctl pipe
+// (which never pauses).
 // A torn last message is recorded as far as it goes, with a gap for the
 // rest; a corrupt stream ends the reader (its remaining bytes are counted as
 // a gap).
 //
-// Gathering: after a message, when nothing more is buffered, the reader
-// pauses gatherDelay before its next read, so that a busy session's chunks
+// Gathering: after a message, when nothing more is buffered and the last
+// read emptied the pipe, the reader pauses gatherDelay before its next read, so that a busy session's chunks
 // pile up in the pipe and are read (and recorded, and flushed) together
 // instead of waking this process for every chunk; when the pipe is still
 // empty after the pause, the read blocks as usual (no periodic wake-ups
@@ -480,10 +536,10 @@ func (w fileWriter) Close() error {
 // chunk is safe from rpctap's death once it is in the pipe, and the sink
 // drains the pipes whatever happens to rpctap. The cassette lags the
 // session by at most gatherDelay plus the time to write.
-func sinkReader(rec *Recorder, r *bufio.Reader, stream int) {
+func sinkReader(rec *Recorder, r *bufio.Reader, pipe *drainReader, gate *eventGate) {
 	var h msgHeader
 	for {
-		if r.Buffered() == 0 && stream >= 0 && gatherDelay > 0 {
+		if pipe != nil && r.Buffered() == 0 && pipe.drained && gatherDelay > 0 {
 			time.Sleep(gatherDelay)
 		}
 		err := readHeader(r, &h)
@@ -506,6 +562,7 @@ func sinkReader(rec *Recorder, r *bufio.Reader, stream int) {
 				it.data = make([]byte, h.length)
 			}
 			n, err := io.ReadFull(r, it.data)
+			gate.wait(h.events)
 			if err != nil {
 				// Torn: rpctap died inside this write. What arrived was
 				// forwarded; the rest was forwarded but is lost to us.
@@ -538,6 +595,7 @@ func sinkReader(rec *Recorder, r *bufio.Reader, stream int) {
 			e := tap.Event{T: h.t, Conn: int(h.conn), Kind: we.Kind, Argv: we.Argv, Cwd: we.Cwd, PID: we.PID,
 				Exit: we.Exit, Signal: we.Signal, Stream: tap.Stream(h.stream), Bytes: we.Bytes, Msg: we.Msg}
 			rec.enqueueEvent(e, h.seq)
+			gate.add()
 		default:
 			io.CopyN(io.Discard, r, int64(h.length))
 		}

@@ -22,7 +22,7 @@ import (
 // write system call is never interleaved with another stream's (writes over
 // PIPE_BUF are not atomic); writers of one pipe (several connections in
 // socket mode) take turns under a mutex. Every message on fds 3-6 is a
-// 32-byte header followed by its payload, written with one writev:
+// 40-byte header followed by its payload, written with one writev:
 //
 //	offset size  field
 //	 0      1    type: 'C' chunk, 'E' event, 'G' gap, 'H' config
@@ -35,7 +35,11 @@ import (
 //	16      8    T: ns since the session started (int64)
 //	24      4    length of the payload
 //	28      4    magic 0x31747072 ("rpt1" in memory order)
-//	32      -    payload: the chunk's bytes; an event or the config as JSON;
+//	32      8    events: for a chunk, how many events were written to ctl
+//	             before it (the sink records the chunk after them: an event
+//	             such as start precedes the chunks observed after it, though
+//	             it travels on another pipe); 0 otherwise
+//	40      -    payload: the chunk's bytes; an event or the config as JSON;
 //	             for a gap, the number of bytes dropped (8 bytes)
 //
 // All integers are little-endian. A message cut short at the end of a pipe
@@ -47,7 +51,7 @@ const (
 	msgGap    = 'G'
 	msgConfig = 'H'
 
-	hdrLen    = 32
+	hdrLen    = 40
 	wireMagic = 0x31747072
 
 	// maxMsg bounds a message's payload (a chunk is at most the tap's read
@@ -62,6 +66,7 @@ type msgHeader struct {
 	seq    uint64
 	t      int64
 	length uint32
+	events uint64
 }
 
 func (h *msgHeader) put(b *[hdrLen]byte) {
@@ -73,6 +78,7 @@ func (h *msgHeader) put(b *[hdrLen]byte) {
 	binary.LittleEndian.PutUint64(b[16:], uint64(h.t))
 	binary.LittleEndian.PutUint32(b[24:], h.length)
 	binary.LittleEndian.PutUint32(b[28:], wireMagic)
+	binary.LittleEndian.PutUint64(b[32:], h.events)
 }
 
 var errBadMessage = errors.New("sink: corrupt message header")
@@ -87,6 +93,7 @@ func (h *msgHeader) get(b []byte) error {
 	h.seq = binary.LittleEndian.Uint64(b[8:])
 	h.t = int64(binary.LittleEndian.Uint64(b[16:]))
 	h.length = binary.LittleEndian.Uint32(b[24:])
+	h.events = binary.LittleEndian.Uint64(b[32:])
 	switch {
 	case h.typ != msgChunk && h.typ != msgEvent && h.typ != msgGap && h.typ != msgConfig:
 		return fmt.Errorf("sink: unknown message type %q", h.typ)
