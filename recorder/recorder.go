@@ -144,6 +144,7 @@ type Recorder struct {
 	valStopped bool
 	redactor   redactor
 	lastT      int64 // T of the latest chunk written
+	putT       int64 // latest T of any record written: violations found later take it, so T never runs backwards for them
 	stats      Stats
 }
 

@@ -50,6 +50,7 @@ func (r *Recorder) put() {
 		r.fail(err)
 		return
 	}
+	r.putT = max(r.putT, r.rec.T)
 	r.stats.Records++
 	r.batch += size
 }
@@ -270,7 +271,7 @@ func (r *Recorder) stopValidation(ref uint64, code string, sev protocol.Severity
 		return
 	}
 	r.valStopped = true
-	r.newRecord(r.lastT, cassette.KindViolation, 0)
+	r.newRecord(r.putT, cassette.KindViolation, 0)
 	r.rec.Ref, r.rec.Code, r.rec.Severity, r.rec.Msg = ref, code, string(sev), msg
 	r.stats.Violations++
 	r.put()
@@ -281,14 +282,14 @@ func (r *Recorder) takeResult(res validationResult) {
 	if res.panic != "" {
 		r.warn("validator", "protocol validator failed; validation stopped, recording continues: "+res.panic)
 		r.validating = false
-		r.newRecord(r.lastT, cassette.KindEvent, 0)
+		r.newRecord(r.putT, cassette.KindEvent, 0)
 		r.rec.Ev = cassette.EventWarning
 		r.rec.Msg = "protocol validator failed; validation stopped: " + res.panic
 		r.put()
 		return
 	}
 	for _, v := range res.v {
-		r.newRecord(r.lastT, cassette.KindViolation, 0)
+		r.newRecord(r.putT, cassette.KindViolation, 0)
 		r.rec.Ref = v.Record
 		r.rec.Code = v.Code
 		r.rec.Severity = string(v.Severity)

@@ -385,7 +385,7 @@ func runSink(ctl io.ReadCloser, data [3]*os.File, statusF io.WriteCloser) (code 
 	cfg.Header.Redacted = Redacting(cfg.Redact)
 	w, err := createCassette(cfg.Path, cfg.Header)
 	if err != nil {
-		st.send(sinkStatus{Warn: fmt.Sprintf("cannot create cassette: %v; forwarding only, nothing is recorded", err)})
+		st.send(sinkStatus{Warn: fmt.Sprintf("cannot create cassette %s: %v; forwarding only, nothing is recorded", cfg.Path, err)})
 		return 0
 	}
 	opts := Options{
@@ -498,7 +498,7 @@ func createCassette(path string, h cassette.Header) (Writer, error) {
 		w, err := cassette.NewWriter(f, h, nil)
 		if err != nil {
 			f.Close()
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, err
 		}
 		return fileWriter{w, f}, nil
 	}
