@@ -575,3 +575,35 @@ func TestRecorderForcedProtocolMeta(t *testing.T) {
 		}
 	}
 }
+
+// A user's JSON Schema judges the frames (rpctap record --schema).
+func TestRecorderSchema(t *testing.T) {
+	schema := filepath.Join(t.TempDir(), "s.json")
+	os.WriteFile(schema, []byte(`{"type":"object","required":["type"],"properties":{"type":{"type":"string"}}}`), 0o600)
+	w := &memWriter{}
+	r, ws := newTestRecorder(t, w, WithSchema(schema))
+	ft := &fakeTap{}
+	r.Observe(ft.chunk(tap.Stdin, []byte("{\"type\":\"ping\"}\n{\"kind\":1}\n")))
+	r.Close()
+	if len(ws.list()) != 0 {
+		t.Fatalf("warnings %q", ws.list())
+	}
+	var bad []uint64
+	for _, rec := range w.records() {
+		if rec.K == cassette.KindViolation && rec.Code == protocol.CodeSchemaInvalid {
+			bad = append(bad, rec.Ref)
+		}
+	}
+	if len(bad) != 1 || string(w.records()[bad[0]-1].JSON) != `{"kind":1}` {
+		t.Errorf("schema violations about records %v, want one about {\"kind\":1}", bad)
+	}
+	// A schema that does not compile is one warning, and recording goes on.
+	os.WriteFile(schema, []byte(`{"type":`), 0o600)
+	w = &memWriter{}
+	r, ws = newTestRecorder(t, w, WithSchema(schema))
+	r.Observe(ft.chunk(tap.Stdin, []byte("{}\n")))
+	r.Close()
+	if len(ws.list()) != 1 || len(streamOf(w.records(), 0, cassette.DirIn)) != 3 {
+		t.Errorf("broken schema: warnings %q, records %+v", ws.list(), w.records())
+	}
+}
