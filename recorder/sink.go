@@ -280,9 +280,10 @@ func (s *sinkProc) readStatus(r *os.File, o *PipeObserver) {
 		}
 	}
 	if !final.Done {
-		// The sink exited without finishing: its stdout/stderr are
-		// /dev/null, so say what we know. Stop feeding it.
+		// The sink exited without finishing (after its own warning, or
+		// killed): stop feeding it, and say so now if it could not.
 		o.gone()
+		s.warnf("recorder process ended unexpectedly; recording stopped, forwarding continues")
 	}
 	s.status <- final
 }

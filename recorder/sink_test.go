@@ -508,3 +508,47 @@ func TestSinkLossy(t *testing.T) {
 		t.Error("no gap although the sink was stopped for 8 MiB")
 	}
 }
+
+// The sink dies in the middle of the session (OOM killer, a stray kill -9):
+// one warning at once, and the session goes on without waiting.
+func TestSinkKilledMidSession(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "k.cassette")
+	ws := &warnings{}
+	cfg := sinkConfig(path)
+	cfg.Warn = ws.add
+	o, err := StartSink(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := makeSession(t, 4<<20)
+	half := len(s.chunks) / 2
+	for _, c := range s.chunks[:half] {
+		o.Observe(c)
+	}
+	syscall.Kill(o.sink.cmd.Process.Pid, syscall.SIGKILL)
+	deadline := time.Now().Add(10 * time.Second)
+	for len(ws.list()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, c := range s.chunks[half:] {
+			o.Observe(c)
+		}
+		o.Event(tap.Event{Kind: cassette.EventExit})
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Observe blocked after the sink died")
+	}
+	o.Close()
+	w := ws.list()
+	if len(w) != 1 || !strings.Contains(w[0], "ended unexpectedly") {
+		t.Errorf("warnings %q, want exactly one saying the recorder ended", w)
+	}
+	if res := o.Result(); res.Done {
+		t.Errorf("result %+v claims the sink finished", res)
+	}
+}
