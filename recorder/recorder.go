@@ -65,6 +65,9 @@ type Options struct {
 	// MaxLine overrides MaxLine (tests).
 	MaxLine int
 
+	// onFail runs after the cassette failed and the warning went out (the
+	// sink exits there, so that rpctap stops feeding it at once).
+	onFail func()
 	// validatorHook, in tests, replaces the protocol Session's Frame.
 	validatorHook func(conn int, n uint64, dir protocol.Dir, frame []byte) []protocol.Violation
 }

@@ -76,6 +76,9 @@ func (r *Recorder) fail(err error) {
 	}
 	r.warn("cassette", fmt.Sprintf("recording stopped, forwarding continues: %v", err))
 	_ = r.w.Close()
+	if r.opts.onFail != nil {
+		r.opts.onFail()
+	}
 	for len(r.hold) > 0 {
 		it := heap.Pop(&r.hold).(item)
 		r.release(&it)

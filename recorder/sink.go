@@ -395,6 +395,10 @@ func runSink(ctl io.ReadCloser, data [3]*os.File, statusF io.WriteCloser) (code 
 		NoValidate:     cfg.NoValidate,
 		Redact:         cfg.Redact,
 		Warn:           func(msg string) { st.send(sinkStatus{Warn: msg}) },
+		// Nothing more can be recorded: exit, so that rpctap's next write
+		// fails with EPIPE and it stops feeding us (the warning is already
+		// in the status pipe; the cassette Writer was closed).
+		onFail: func() { statusF.Close(); os.Exit(0) },
 	}
 	if cfg.SchemaFile != "" {
 		opts.Protocol, opts.HeaderProtocol = "", false

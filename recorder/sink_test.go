@@ -436,6 +436,15 @@ func TestSinkDiskFullMidSession(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("Observe blocked after the disk filled up")
 	}
+	// The sink exited after its warning, so rpctap stopped feeding it.
+	deadline := time.Now().Add(10 * time.Second)
+	for !o.dead.Load() && time.Now().Before(deadline) {
+		o.Observe(tap.Chunk{Stream: tap.Stderr, Seq: 1 << 40, Data: []byte("more\n")})
+		time.Sleep(time.Millisecond)
+	}
+	if !o.dead.Load() {
+		t.Error("rpctap still feeds a sink whose cassette failed")
+	}
 	o.Close()
 	w := ws.list()
 	if len(w) != 1 || !strings.Contains(w[0], "file too large") || !strings.Contains(w[0], "forwarding continues") {
