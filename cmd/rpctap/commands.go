@@ -56,7 +56,11 @@ func Main(args []string, stdio Stdio) int {
 			fmt.Fprintf(stdio.Err, "rpctap: %s\n", oneLine(err.Error()))
 		}
 		if errors.As(err, &ee) && ee.Code == ExitUsage {
-			fmt.Fprintln(stdio.Err, "Run 'rpctap --help' for usage.")
+			if len(args) > 0 && commands[args[0]] != nil {
+				fmt.Fprintf(stdio.Err, "Run 'rpctap %s --help' for usage.\n", args[0])
+			} else {
+				fmt.Fprintln(stdio.Err, "Run 'rpctap --help' for usage.")
+			}
 		}
 	}
 	return exitCode(err)

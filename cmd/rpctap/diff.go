@@ -38,7 +38,7 @@ fields left out. Prints what changed, what only A has (-) and what only B has
 					}
 				}
 				if len(args) != 2 {
-					return Usagef("diff needs two cassettes (got %d arguments)", len(args))
+					return Usagef("diff needs two cassettes (got %d)", len(args))
 				}
 				if o.Format != "text" && o.Format != "json" {
 					return Usagef("--format must be text or json, not %q", o.Format)

@@ -108,7 +108,7 @@ See docs/replay.md.`,
 					return Usagef("replay: flags go before the cassette: rpctap replay [flags] CASSETTE (got %s after it)", args[1])
 				}
 				if len(args) != 1 {
-					return Usagef("replay needs exactly one cassette (got %d arguments)", len(args))
+					return Usagef("replay needs exactly one cassette (got %d)", len(args))
 				}
 				if o.Speed < 0 {
 					return Usagef("--speed must be 0 or more")

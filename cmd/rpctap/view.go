@@ -85,7 +85,7 @@ func viewCassetteDir(flag string) string {
 
 func runView(o *viewOptions, args []string, stdio Stdio) error {
 	if len(args) > 1 {
-		return Usagef("view takes at most one cassette (got %d arguments)", len(args))
+		return Usagef("view takes at most one cassette (got %d)", len(args))
 	}
 	if o.Keys != "" && o.Dump == "" {
 		return Usagef("--keys needs --dump")
