@@ -1,7 +1,6 @@
 package cassette
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -47,12 +46,20 @@ func NewLineRecord(k Kind, d Dir, payload []byte, eol string) Record {
 // SetPayload sets the payload fields (JSON, Text/HasText, B64) from the bytes
 // of a line without its ending, clearing the others. A payload is kept as JSON
 // only when it is valid JSON, valid UTF-8, contains no newline and starts and
-// ends with a non-space byte; those are the payloads that can be embedded
-// verbatim in a JSON line and come back byte for byte.
+// ends with a non-space byte (Verbatim); those are the payloads that can be
+// embedded verbatim in a JSON line and come back byte for byte.
 func (r *Record) SetPayload(p []byte) {
+	r.SetPayloadChecked(p, Verbatim(p))
+}
+
+// SetPayloadChecked is SetPayload for a caller that already knows
+// verbatim == Verbatim(p) (the recorder checks each frame once and shares the
+// answer with the protocol layer). A wrong true would make the encoder write
+// a broken line, so pass only what Verbatim returned for these bytes.
+func (r *Record) SetPayloadChecked(p []byte, verbatim bool) {
 	r.JSON, r.Text, r.HasText, r.B64 = nil, "", false, nil
 	switch {
-	case verbatimJSON(p):
+	case verbatim:
 		r.JSON = p
 	case utf8.Valid(p):
 		r.Text, r.HasText = string(p), true
@@ -63,15 +70,7 @@ func (r *Record) SetPayload(p []byte) {
 }
 
 // verbatimJSON reports whether p may be embedded as-is as a JSON value.
-func verbatimJSON(p []byte) bool {
-	if len(p) == 0 || isSpace(p[0]) || isSpace(p[len(p)-1]) {
-		return false
-	}
-	if bytes.IndexByte(p, '\n') >= 0 {
-		return false
-	}
-	return json.Valid(p) && utf8.Valid(p)
-}
+func verbatimJSON(p []byte) bool { return Verbatim(p) }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 

@@ -152,7 +152,7 @@ func newSessionState(p Protocol) sessionState {
 	return s
 }
 
-func (s *sessionState) frame(rec uint64, dir Dir, frame []byte) (Info, []Violation) {
+func (s *sessionState) frame(rec uint64, dir Dir, frame []byte, validJSON bool) (Info, []Violation) {
 	var vs []Violation
 	add := func(code string, sev Severity, format string, a ...any) {
 		vs = append(vs, Violation{Code: code, Severity: sev, Message: fmt.Sprintf(format, a...)})
@@ -170,7 +170,7 @@ func (s *sessionState) frame(rec uint64, dir Dir, frame []byte) (Info, []Violati
 			add(CodeEmptyLine, SevInfo, "empty line")
 			return Info{Kind: Invalid}, s.finish(rec, vs)
 		}
-		if !json.Valid(frame) {
+		if !validJSON && !json.Valid(frame) {
 			if rest, esc := stripANSI(frame); esc && len(rest) > 0 && json.Valid(rest) {
 				if dir == FromChild {
 					add(CodeANSIBeforeJSON, SevError, "terminal escape codes before the JSON frame on stdout (a logger writing colours to stdout?); the parent's JSON parser will fail: %q", excerpt(frame[:len(frame)-len(rest)], 40))

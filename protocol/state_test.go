@@ -1,6 +1,10 @@
 package protocol
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -233,5 +237,52 @@ func TestInterning(t *testing.T) {
 	f := []byte(`{"jsonrpc":"2.0","id":12,"method":"session/prompt","params":{}}`)
 	if n := testing.AllocsPerRun(100, func() { classifyRPC(f) }); n != 0 {
 		t.Errorf("classifying a known method with a small id allocates %v times", n)
+	}
+}
+
+// TestFrameValidJSON: a Session told that a frame is valid JSON gives the
+// same verdicts as one that checks the syntax itself, for every protocol on
+// every captured frame that is valid JSON (non-JSON frames go to Frame, as
+// the recorder does).
+func TestFrameValidJSON(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(sharedDir(t), "traffic", "*.in"))
+	if len(files) == 0 {
+		t.Skip("no captures")
+	}
+	compared := 0
+	for _, name := range Names() {
+		p, err := Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range files {
+			out := strings.TrimSuffix(in, ".in") + ".out"
+			if _, err := os.Stat(out); err != nil {
+				continue
+			}
+			frames := interleave(p, readLines(t, in), readLines(t, out))
+			frames = append(frames, DirFrame{FromChild, []byte("\x1b[32m{\"a\":1}")}, DirFrame{FromParent, []byte("not json")})
+			a, b := NewSession(p), NewSession(p)
+			for i, f := range frames {
+				ia, va := a.Frame(uint64(i+1), f.Dir, f.Frame)
+				var ib Info
+				var vb []Violation
+				if json.Valid(f.Frame) {
+					ib, vb = b.FrameValidJSON(uint64(i+1), f.Dir, f.Frame)
+					compared++
+				} else {
+					ib, vb = b.Frame(uint64(i+1), f.Dir, f.Frame)
+				}
+				if ia != ib || !reflect.DeepEqual(va, vb) {
+					t.Fatalf("%s %s frame %d: Frame %v %v, FrameValidJSON %v %v", name, in, i, ia, va, ib, vb)
+				}
+			}
+			if va, vb := a.End(), b.End(); !reflect.DeepEqual(va, vb) {
+				t.Fatalf("%s %s: End %v vs %v", name, in, va, vb)
+			}
+		}
+	}
+	if compared == 0 {
+		t.Fatal("no frame compared")
 	}
 }

@@ -2,6 +2,7 @@ package recorder
 
 import (
 	"bytes"
+	"math/rand"
 	"strings"
 	"testing"
 
@@ -188,4 +189,35 @@ func BenchmarkFraming(b *testing.B) {
 		s.end(emit)
 	}
 	b.ReportMetric(float64(lines)/b.Elapsed().Seconds(), "lines/s")
+}
+
+// TestHoldHeap: the reorder hold pops chunks in Seq order whatever order
+// they were pushed in.
+func TestHoldHeap(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	var h holdHeap
+	want := uint64(1)
+	pushed := uint64(0)
+	for round := 0; round < 50; round++ {
+		perm := rng.Perm(1 + rng.Intn(40))
+		for _, p := range perm {
+			h.push(item{seq: pushed + uint64(p) + 1})
+		}
+		pushed += uint64(len(perm))
+		for n := rng.Intn(len(h) + 1); n > 0; n-- {
+			if got := h.pop().seq; got != want {
+				t.Fatalf("popped seq %d, want %d", got, want)
+			}
+			want++
+		}
+	}
+	for len(h) > 0 {
+		if got := h.pop().seq; got != want {
+			t.Fatalf("popped seq %d, want %d", got, want)
+		}
+		want++
+	}
+	if want != pushed+1 {
+		t.Fatalf("popped %d of %d", want-1, pushed)
+	}
 }

@@ -1,7 +1,6 @@
 package recorder
 
 import (
-	"container/heap"
 	"fmt"
 	"os"
 	"sync"
@@ -195,6 +194,7 @@ type valJob struct {
 	dir   protocol.Dir
 	frame []byte
 	end   bool // the connection closed: run its session-end checks
+	valid bool // frame is valid JSON (cassette.Verbatim said so): the Session skips its syntax pass
 }
 
 type validationResult struct {
@@ -442,7 +442,16 @@ func (r *Recorder) take(it item) bool {
 			r.write(&it)
 			return false
 		}
-		heap.Push(&r.hold, it)
+		if it.seq == r.next && len(r.hold) == 0 {
+			// In order, nothing held: no detour through the hold.
+			for r.releaseEvents(false) {
+			}
+			r.next++
+			r.write(&it)
+			r.releaseHeld()
+			return false
+		}
+		r.hold.push(it)
 		r.holdBytes += len(it.data)
 		r.releaseHeld()
 	}
@@ -476,7 +485,7 @@ func (r *Recorder) releaseHeld() {
 		default:
 			return
 		}
-		it := heap.Pop(&r.hold).(item)
+		it := r.hold.pop()
 		r.holdBytes -= len(it.data)
 		if it.seq == r.next {
 			r.next++
@@ -504,7 +513,7 @@ func (r *Recorder) releaseEvents(force bool) bool {
 func (r *Recorder) finish() {
 	r.takeGaps()
 	for len(r.hold) > 0 {
-		it := heap.Pop(&r.hold).(item)
+		it := r.hold.pop()
 		r.holdBytes -= len(it.data)
 		for r.releaseEvents(false) {
 		}

@@ -2,7 +2,6 @@ package recorder
 
 import (
 	"bytes"
-	"container/heap"
 	"encoding/json"
 	"fmt"
 	"runtime/debug"
@@ -80,7 +79,7 @@ func (r *Recorder) fail(err error) {
 		r.opts.onFail()
 	}
 	for len(r.hold) > 0 {
-		it := heap.Pop(&r.hold).(item)
+		it := r.hold.pop()
 		r.release(&it)
 	}
 	r.holdBytes = 0
@@ -120,11 +119,14 @@ func (r *Recorder) line(conn int, stream tap.Stream, t int64, payload []byte, eo
 	if info.ID != "" {
 		r.rec.ID = json.RawMessage(info.ID)
 	}
+	// One syntax pass per frame: its answer picks the payload form and
+	// spares the validator's Session its own json.Valid.
+	verbatim := cassette.Verbatim(payload)
 	if out, changed := r.redact(payload); changed {
 		r.rec.SetPayload(out)
 		r.rec.Redacted = true
 	} else {
-		r.rec.SetPayload(payload)
+		r.rec.SetPayloadChecked(payload, verbatim)
 	}
 	r.stats.Frames++
 	r.put()
@@ -133,9 +135,9 @@ func (r *Recorder) line(conn int, stream tap.Stream, t int64, payload []byte, eo
 	}
 	switch {
 	case validate:
-		r.queueValidation(valJob{conn: conn, n: r.rec.N, dir: dir, frame: bytes.Clone(payload)})
+		r.queueValidation(valJob{conn: conn, n: r.rec.N, dir: dir, frame: bytes.Clone(payload), valid: verbatim})
 	case keep:
-		r.detFrames = append(r.detFrames, valJob{conn: conn, n: r.rec.N, dir: dir, frame: bytes.Clone(payload)})
+		r.detFrames = append(r.detFrames, valJob{conn: conn, n: r.rec.N, dir: dir, frame: bytes.Clone(payload), valid: verbatim})
 	}
 }
 
@@ -361,7 +363,11 @@ func (r *Recorder) validateOne(sessions map[int]*protocol.Session, j valJob) (v 
 		s = protocol.NewSession(r.proto)
 		sessions[j.conn] = s
 	}
-	_, v = s.Frame(j.n, j.dir, j.frame)
+	if j.valid {
+		_, v = s.FrameValidJSON(j.n, j.dir, j.frame)
+	} else {
+		_, v = s.Frame(j.n, j.dir, j.frame)
+	}
 	return v, ""
 }
 
@@ -424,17 +430,45 @@ func (r *Recorder) event(it *item) {
 	r.put()
 }
 
-// holdHeap orders held chunks by Seq.
+// holdHeap orders held chunks by Seq: a binary min-heap written out for
+// item (container/heap would box every item into an interface, one
+// allocation per chunk).
 type holdHeap []item
 
-func (h holdHeap) Len() int           { return len(h) }
-func (h holdHeap) Less(i, j int) bool { return h[i].seq < h[j].seq }
-func (h holdHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *holdHeap) Push(x any)        { *h = append(*h, x.(item)) }
-func (h *holdHeap) Pop() any {
-	old := *h
-	it := old[len(old)-1]
-	old[len(old)-1] = item{}
-	*h = old[:len(old)-1]
-	return it
+func (h *holdHeap) push(it item) {
+	*h = append(*h, it)
+	a := *h
+	for i := len(a) - 1; i > 0; {
+		p := (i - 1) / 2
+		if a[p].seq <= a[i].seq {
+			break
+		}
+		a[p], a[i] = a[i], a[p]
+		i = p
+	}
+}
+
+func (h *holdHeap) pop() item {
+	a := *h
+	top := a[0]
+	last := len(a) - 1
+	a[0] = a[last]
+	a[last] = item{}
+	a = a[:last]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < len(a) && a[l].seq < a[m].seq {
+			m = l
+		}
+		if r := l + 1; r < len(a) && a[r].seq < a[m].seq {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		a[i], a[m] = a[m], a[i]
+		i = m
+	}
+	*h = a
+	return top
 }

@@ -1,0 +1,102 @@
+package cassette
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// refVerbatim is the plain statement of the rule Verbatim implements in one
+// pass: encoding/json's syntax check, UTF-8, no newline, no surrounding
+// white space.
+func refVerbatim(p []byte) bool {
+	if len(p) == 0 || isSpace(p[0]) || isSpace(p[len(p)-1]) {
+		return false
+	}
+	if bytes.IndexByte(p, '\n') >= 0 {
+		return false
+	}
+	return json.Valid(p) && utf8.Valid(p)
+}
+
+func verbatimSeeds(t testing.TB) [][]byte {
+	seeds := []string{
+		``, ` `, `1`, `-`, `-0`, `01`, `-01`, `1.`, `1.5`, `.5`, `1e`, `1e+`, `1E-7`, `1e5x`, `0.0e0`,
+		`"`, `""`, `"a`, `"\"`, `"\\"`, `"\u00e9"`, `"\u00G9"`, `"\u00e"`, `"\x"`, `"\/"`, "\"a\tb\"",
+		"\"a\x01\"", "\"\xff\"", "\"\xc3\xa9\"", "\"\xe2\x82\"", "\"\xed\xa0\x80\"", "\"\xf0\x9f\x98\x80\"",
+		`true`, `tru`, `truex`, `false`, `null`, `nul`, `nulll`, `[]`, `[ ]`, `[,]`, `[1,]`, `[1 2]`,
+		`{}`, `{ }`, `{"a"}`, `{"a":}`, `{"a":1,}`, `{"a":1 "b":2}`, `{1:2}`, `{"a":1}}`, `[1]]`, `[{]}`,
+		`{"a":[1,{"b":null}],"c":"d"}`, "{\"a\":\r1}", "{\"a\":\n1}", "{\"a\":\t1}", ` {}`, `{} `, `{}{}`,
+		`{"jsonrpc":"2.0","id":1,"method":"x","params":{"text":"line\nline \"q\" \\ end"}}`,
+		"[\"0123456789abcdef\xc3\xa90123456789\"]", `"01234567\"89abcdef"`, `"0123456\\"`,
+		strings.Repeat("[", 10000) + strings.Repeat("]", 10000),
+		strings.Repeat("[", 10001) + strings.Repeat("]", 10001),
+		strings.Repeat("[", 9999) + "{}" + strings.Repeat("]", 9999),
+		strings.Repeat("[", 10000) + "{}" + strings.Repeat("]", 10000),
+		strings.Repeat(`{"a":`, 200) + "1" + strings.Repeat("}", 200),
+	}
+	var out [][]byte
+	for _, s := range seeds {
+		out = append(out, []byte(s))
+	}
+	files, _ := filepath.Glob(filepath.Join("..", "..", "shared", "traffic", "*"))
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, l := range bytes.Split(data, []byte("\n")) {
+			out = append(out, bytes.TrimSuffix(l, []byte("\r")))
+		}
+	}
+	return out
+}
+
+// TestVerbatim: the one-pass check agrees with refVerbatim on edge cases,
+// the captured traffic, and every prefix and one-byte change of a frame.
+func TestVerbatim(t *testing.T) {
+	check := func(p []byte) {
+		t.Helper()
+		if got, want := Verbatim(p), refVerbatim(p); got != want {
+			t.Fatalf("Verbatim(%.200q) = %v, want %v", p, got, want)
+		}
+	}
+	yes := 0
+	for _, p := range verbatimSeeds(t) {
+		check(p)
+		if Verbatim(p) {
+			yes++
+		}
+	}
+	if yes < 10 {
+		t.Fatalf("only %d seeds are verbatim JSON", yes)
+	}
+	frame := []byte("{\"id\":12,\"s\":\"a\\u00e9\xc3\xa9 \\\"x\\\"\",\"n\":[-1.5e3,0,true,false,null],\"o\":{}}")
+	for i := 0; i <= len(frame); i++ {
+		check(frame[:i])
+		for _, c := range []byte{'"', '\\', '\n', ' ', 0x01, 0xff, '}', ',', 'e', '0'} {
+			if i < len(frame) {
+				q := bytes.Clone(frame)
+				q[i] = c
+				check(q)
+			}
+		}
+	}
+}
+
+func FuzzVerbatim(f *testing.F) {
+	for _, s := range verbatimSeeds(f) {
+		if len(s) < 4096 {
+			f.Add(s)
+		}
+	}
+	f.Fuzz(func(t *testing.T, p []byte) {
+		if got, want := Verbatim(p), refVerbatim(p); got != want {
+			t.Fatalf("Verbatim(%q) = %v, want %v", p, got, want)
+		}
+	})
+}
