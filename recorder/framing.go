@@ -57,7 +57,7 @@ func (s *splitter) feed(data []byte, emit lineFunc) {
 		emitLine(s.buf, emit)
 		s.buf = s.buf[:0]
 	}
-	if cap(s.buf) > 1<<20 && len(s.buf) == 0 {
+	if cap(s.buf) > keepLineBuf && len(s.buf) == 0 {
 		s.buf = nil // do not keep a 16 MiB buffer around after one big line
 	}
 }
@@ -76,8 +76,20 @@ func (s *splitter) hold(data []byte, emit lineFunc) {
 		rest := copy(s.buf, s.buf[cut:])
 		s.buf = s.buf[:rest]
 	}
+	if n := len(s.buf) + len(data); n > cap(s.buf) {
+		// Grow by doubling from 64 KiB, so that a line of up to
+		// keepLineBuf bytes leaves a buffer the next long line fits in.
+		b := make([]byte, len(s.buf), max(n, 2*cap(s.buf), 64<<10))
+		copy(b, s.buf)
+		s.buf = b
+	}
 	s.buf = append(s.buf, data...)
 }
+
+// keepLineBuf: a splitter keeps a line buffer up to this capacity between
+// lines (agent sessions send ~1 MiB frames again and again); a larger one,
+// grown for an exceptional line, is dropped once that line is out.
+const keepLineBuf = 2 << 20
 
 // partCut picks where to cut a full buffer into a part: at its end, moved
 // back so that a "\r" that may precede the coming "\n" stays with the rest of

@@ -114,20 +114,21 @@ type Recorder struct {
 	w    Writer
 	opts Options
 
-	in      chan item             // Observe/Event -> writer goroutine
-	results chan validationResult // validator goroutine -> writer goroutine
-	valQ    chan valJob           // writer goroutine -> validator goroutine
-	kick    chan struct{}         // lossy drops waiting in gaps
-	done    chan struct{}         // closed when the writer goroutine returned
-	maxSeq  atomic.Uint64         // highest Seq handed to Observe
-	failed  atomic.Bool           // the cassette Writer failed: drop everything
-	valPend atomic.Int64          // bytes queued for the validator
-	closing sync.Once             //
-	closeEr error                 // Close's result, set by the writer goroutine
-	warned  sync.Map              // trouble kind -> struct{}: warn once each
-	gapMu   sync.Mutex            //
-	gaps    []item                // lossy drops not yet queued
-	pool    sync.Pool             // *[]byte of cap poolBuf
+	in      chan item                // Observe/Event -> writer goroutine
+	results chan validationResult    // validator goroutine -> writer goroutine
+	valQ    chan valJob              // writer goroutine -> validator goroutine
+	kick    chan struct{}            // lossy drops waiting in gaps
+	done    chan struct{}            // closed when the writer goroutine returned
+	maxSeq  atomic.Uint64            // highest Seq handed to Observe
+	failed  atomic.Bool              // the cassette Writer failed: drop everything
+	valPend atomic.Int64             // bytes queued for the validator
+	closing sync.Once                //
+	closeEr error                    // Close's result, set by the writer goroutine
+	warned  sync.Map                 // trouble kind -> struct{}: warn once each
+	gapMu   sync.Mutex               //
+	gaps    []item                   // lossy drops not yet queued
+	pool    sync.Pool                // *[]byte of cap poolBuf
+	valBufs [valBufClasses]sync.Pool // *[]byte: frame copies for the validator, by size class
 
 	// Owned by the writer goroutine.
 	next       uint64 // next Seq to write

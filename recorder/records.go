@@ -135,7 +135,7 @@ func (r *Recorder) line(conn int, stream tap.Stream, t int64, payload []byte, eo
 	}
 	switch {
 	case validate:
-		r.queueValidation(valJob{conn: conn, n: r.rec.N, dir: dir, frame: bytes.Clone(payload), valid: verbatim})
+		r.queueValidation(valJob{conn: conn, n: r.rec.N, dir: dir, frame: r.valCopy(payload), valid: verbatim})
 	case keep:
 		r.detFrames = append(r.detFrames, valJob{conn: conn, n: r.rec.N, dir: dir, frame: bytes.Clone(payload), valid: verbatim})
 	}
@@ -315,9 +315,11 @@ func (r *Recorder) validate() {
 	for j := range r.valQ {
 		r.valPend.Add(-int64(len(j.frame)))
 		if broken {
+			r.valFree(j.frame)
 			continue
 		}
 		v, perr := r.validateOne(sessions, j)
+		r.valFree(j.frame)
 		if perr != "" {
 			broken = true
 			send(validationResult{panic: perr})
@@ -471,4 +473,43 @@ func (h *holdHeap) pop() item {
 	}
 	*h = a
 	return top
+}
+
+// Frame copies for the validator up to valBufMax bytes come from pools by
+// size class (1 KiB, 2 KiB, ... valBufMax) and go back once validated, so a
+// busy session does not allocate (and collect) a copy of every frame.
+const (
+	valBufMin     = 1 << 10
+	valBufClasses = 7
+	valBufMax     = valBufMin << (valBufClasses - 1) // 64 KiB
+)
+
+func valBufClass(n int) int {
+	c := 0
+	for size := valBufMin; size < n; size <<= 1 {
+		c++
+	}
+	return c
+}
+
+// valCopy copies a frame for the validator.
+func (r *Recorder) valCopy(p []byte) []byte {
+	if len(p) > valBufMax {
+		return bytes.Clone(p)
+	}
+	c := valBufClass(len(p))
+	if v, _ := r.valBufs[c].Get().(*[]byte); v != nil {
+		return append((*v)[:0], p...)
+	}
+	b := make([]byte, len(p), valBufMin<<c)
+	copy(b, p)
+	return b
+}
+
+// valFree returns a validated frame's copy to its pool.
+func (r *Recorder) valFree(b []byte) {
+	if c := cap(b); c >= valBufMin && c <= valBufMax && c&(c-1) == 0 {
+		b = b[:0]
+		r.valBufs[valBufClass(c)].Put(&b)
+	}
 }

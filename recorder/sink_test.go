@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"syscall"
@@ -43,6 +44,17 @@ func TestMain(m *testing.M) {
 				o.validatorHook = func(int, uint64, protocol.Dir, []byte) []protocol.Violation {
 					panic("validator bug for the test")
 				}
+			}
+		}
+		if path := os.Getenv("RPCTAP_TEST_SINK_CPUPROFILE"); path != "" {
+			// Profile the sink process (BenchmarkSink): the cassette's
+			// path with a suffix, one profile per run.
+			if f, err := os.Create(fmt.Sprintf("%s.%d", path, os.Getpid())); err == nil {
+				pprof.StartCPUProfile(f)
+				code := SinkMain()
+				pprof.StopCPUProfile()
+				f.Close()
+				os.Exit(code)
 			}
 		}
 		os.Exit(SinkMain())
