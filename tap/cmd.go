@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // DefaultGrace is how long Wait lets the child's stdout and stderr drain
@@ -20,6 +22,9 @@ import (
 // grandchild that inherited the child's stdout (and never closes it), or a
 // parent that stopped reading, can keep the tap alive.
 const DefaultGrace = 2 * time.Second
+
+// minProcs is the least GOMAXPROCS the tap runs with (see Start).
+const minProcs = 8
 
 // ForwardedSignals are the signals Command relays to the child.
 var ForwardedSignals = []os.Signal{
@@ -71,9 +76,31 @@ var ForwardedSignals = []os.Signal{
 //     stalls the stream for good and makes Wait block in Observer.Close.
 //   - A child that ignores stdin EOF keeps Wait waiting, as a pipe would.
 //   - After the child exited, Wait drains stdout and stderr for at most
-//     Grace; then it cuts the pumps loose (deadlines on pollable files) and
-//     returns. A pump stuck in a write to a file the runtime cannot poll
-//     (fd 2 is left in blocking mode) is abandoned, not waited for.
+//     Grace; then it cuts the pumps loose (a cutter their poll(2) sees) and
+//     returns. A pump asleep in a write(2) to a descriptor of the parent's
+//     that is in blocking mode (a parent that stopped reading) cannot be
+//     woken: it is abandoned, not waited for, and closes its descriptors
+//     when that write returns; it forwards nothing more.
+//
+// # Threads
+//
+// Each pump runs on its own locked OS thread and uses plain poll(2),
+// read(2) and write(2) system calls (see rawFD), as cat does: a hop of a
+// small frame costs one thread wake-up instead of the runtime poller's
+// failed read, park, epoll wake-up and goroutine switch. Start raises
+// GOMAXPROCS to at least 8 so that pumps asleep in system calls never hold
+// every P.
+//
+// # Order
+//
+// Every chunk gets a Seq and T when its read returned; every event (start,
+// stdin-eof, signal, exit) takes its place in that order too (Event.Seq),
+// and reaches the observer before any chunk read after it (with
+// ObserveFirst, also after every chunk read before it). The stdin-eof event
+// is taken before the EOF is passed on to the child, a signal event before
+// the signal is sent, and the exit event after the child's stdout and
+// stderr were drained (T: when the child was reaped, or the last chunk's T
+// if that is later), so exit is always the last event.
 type Cmd struct {
 	Path string   // the command; looked up in PATH like exec.Command does
 	Args []string // Args[0] is the command name as given
@@ -81,10 +108,9 @@ type Cmd struct {
 	Env  []string // the child's environment; nil is rpctap's
 
 	// The parent's side of the three streams; nil means os.Stdin,
-	// os.Stdout, os.Stderr. Stdin and Stdout are switched to non-blocking
-	// mode while the tap runs (a relay on blocking descriptors showed 12 ms
-	// p90 round trips on 900 KB frames, 1.5 ms non-blocking) and restored
-	// when Wait returns or Start fails.
+	// os.Stdout, os.Stderr. The tap uses duplicates of their descriptors
+	// and never changes their flags: blocking or not, they stay as the
+	// parent set them (see rawFD).
 	Stdin, Stdout, Stderr *os.File
 
 	Observer Observer // receives what was forwarded; may be nil
@@ -118,9 +144,11 @@ type Cmd struct {
 	in      *parentEnd
 	out     *parentEnd
 	errOut  *parentEnd
-	inW     *os.File // our end of the child's stdin
-	outR    *os.File // our end of the child's stdout
-	errR    *os.File // our end of the child's stderr
+	inW     *rawFD  // our end of the child's stdin
+	outR    *rawFD  // our end of the child's stdout
+	errR    *rawFD  // our end of the child's stderr
+	cutIn   *cutter // cuts stdinPump loose (the child exited)
+	cutOut  *cutter // cuts stdoutPump and stderrPump loose (the grace ran out)
 	sigc    chan os.Signal
 	exitc   chan reaped
 	tty     *os.File
@@ -199,10 +227,11 @@ func (c *Cmd) Run() error {
 type reaped struct {
 	state *os.ProcessState
 	err   error
+	t     int64 // when it was reaped, on the session's clock
 }
 
 // Start starts the child and the pumps. If it fails, the parent's streams are
-// restored and Observer.Close is called (so a recorder is always finalized
+// closed and Observer.Close is called (so a recorder is always finalized
 // exactly once); the error is a *StartError when the command could not be
 // started.
 func (c *Cmd) Start() (err error) {
@@ -245,31 +274,57 @@ func (c *Cmd) Start() (err error) {
 		}
 	}()
 
-	if c.in, err = openParentEnd(c.Stdin, true); err != nil {
+	if c.cutIn, err = newCutter(2); err != nil { // stdinPump, Wait
+		return fmt.Errorf("tap: %w", err)
+	}
+	if c.cutOut, err = newCutter(3); err != nil { // stdoutPump, stderrPump, Wait
+		c.cutIn.release()
+		c.cutIn.release()
+		return fmt.Errorf("tap: %w", err)
+	}
+	cutters := []*cutter{c.cutIn, c.cutIn, c.cutOut, c.cutOut, c.cutOut}
+	defer func() {
+		if err != nil {
+			for _, cu := range cutters {
+				cu.release()
+			}
+		}
+	}()
+
+	if c.in, err = openParentEnd(c.Stdin); err != nil {
 		return fmt.Errorf("tap: stdin: %w", err)
 	}
-	if c.out, err = openParentEnd(c.Stdout, true); err != nil {
+	if c.out, err = openParentEnd(c.Stdout); err != nil {
 		return fmt.Errorf("tap: stdout: %w", err)
 	}
-	if c.errOut, err = openParentEnd(c.Stderr, false); err != nil {
+	if c.errOut, err = openParentEnd(c.Stderr); err != nil {
 		return fmt.Errorf("tap: stderr: %w", err)
 	}
+	c.in.cut, c.out.cut, c.errOut.cut = c.cutIn, c.cutOut, c.cutOut
 
-	inR, inW, err := os.Pipe()
+	var ours []int
+	defer func() {
+		if err != nil {
+			for _, fd := range ours {
+				unix.Close(fd)
+			}
+		}
+	}()
+	inR, inW, err := rawPipe(true)
 	if err != nil {
 		return fmt.Errorf("tap: %w", err)
 	}
-	closers = append(closers, inR, inW)
-	outR, outW, err := os.Pipe()
+	closers, ours = append(closers, inR), append(ours, inW)
+	outW, outR, err := rawPipe(false)
 	if err != nil {
 		return fmt.Errorf("tap: %w", err)
 	}
-	closers = append(closers, outR, outW)
-	errR, errW, err := os.Pipe()
+	closers, ours = append(closers, outW), append(ours, outR)
+	errW, errR, err := rawPipe(false)
 	if err != nil {
 		return fmt.Errorf("tap: %w", err)
 	}
-	closers = append(closers, errR, errW)
+	closers, ours = append(closers, errW), append(ours, errR)
 
 	// Subscribe before starting, so a signal that arrives while the child
 	// starts is relayed once it runs rather than killing rpctap.
@@ -305,7 +360,7 @@ func (c *Cmd) Start() (err error) {
 
 	startc := make(chan error, 1)
 	c.exitc = make(chan reaped, 1)
-	go (&reaper{cmd: ec, started: startc, exited: c.exitc}).run()
+	go (&reaper{cmd: ec, started: startc, exited: c.exitc, now: c.s.now}).run()
 	if err := <-startc; err != nil {
 		return &StartError{Name: c.Path, Err: err}
 	}
@@ -316,7 +371,7 @@ func (c *Cmd) Start() (err error) {
 	inR.Close()
 	outW.Close()
 	errW.Close()
-	c.inW, c.outR, c.errR = inW, outR, errR
+	c.inW, c.outR, c.errR = newRawFD(inW, c.cutIn), newRawFD(outR, c.cutOut), newRawFD(errR, c.cutOut)
 
 	cwd := c.Dir
 	if cwd == "" {
@@ -324,11 +379,19 @@ func (c *Cmd) Start() (err error) {
 	}
 	c.s.event(Event{Kind: "start", Argv: append([]string(nil), c.Args...), Cwd: cwd, PID: ec.Process.Pid})
 
+	// Each pump sleeps in poll(2), read(2) or write(2) on its own locked
+	// thread (see rawFD). A thread in a system call keeps its P until the
+	// runtime's monitor takes it back, which can take milliseconds; with
+	// at least 8 Ps a pump waking up always finds an idle one, so three
+	// pumps asleep never hold up the fourth or Wait.
+	if n := runtime.GOMAXPROCS(0); n < minProcs {
+		runtime.GOMAXPROCS(minProcs)
+	}
 	c.pumpsIn = make(chan struct{})
 	c.pumpsOE.Add(2)
-	go (&stdinPump{pump{s: c.s, stream: Stdin, src: c.in.f, dst: inW}, c.in, c.pumpsIn}).run()
-	go (&stdoutPump{pump{s: c.s, stream: Stdout, src: outR, dst: c.out.f}, c.out, &c.pumpsOE}).run()
-	go (&stderrPump{pump{s: c.s, stream: Stderr, src: errR, dst: c.errOut.f}, c.errOut, &c.pumpsOE}).run()
+	go (&stdinPump{pump{s: c.s, stream: Stdin, src: c.in.rawFD, dst: c.inW}, c.in, c.pumpsIn, c.cutIn}).run()
+	go (&stdoutPump{pump{s: c.s, stream: Stdout, src: c.outR, dst: c.out.rawFD}, c.out, &c.pumpsOE, c.cutOut}).run()
+	go (&stderrPump{pump{s: c.s, stream: Stderr, src: c.errR, dst: c.errOut.rawFD}, c.errOut, &c.pumpsOE, c.cutOut}).run()
 	return nil
 }
 
@@ -339,6 +402,7 @@ type reaper struct {
 	cmd     *exec.Cmd
 	started chan<- error
 	exited  chan<- reaped
+	now     func() int64
 }
 
 func (r *reaper) run() {
@@ -355,11 +419,11 @@ func (r *reaper) run() {
 	if errors.As(err, &xe) {
 		err = nil
 	}
-	r.exited <- reaped{state: r.cmd.ProcessState, err: err}
+	r.exited <- reaped{state: r.cmd.ProcessState, err: err, t: r.now()}
 }
 
 // Wait relays signals until the child exits, drains its stdout and stderr
-// for at most Grace, calls Observer.Close, restores the parent's streams and
+// for at most Grace, records the exit event, calls Observer.Close and
 // returns. The child's exit status is in ProcessState; Wait's error is only
 // about the tap itself (a non-zero exit is not an error).
 func (c *Cmd) Wait() error {
@@ -377,18 +441,11 @@ loop:
 		}
 	}
 	c.ProcessState = r.state
-	ev := Event{Kind: "exit"}
-	if code, sig := Status(r.state); sig != 0 {
-		ev.Signal = SignalName(sig)
-	} else {
-		ev.Exit = &code
-	}
-	c.s.event(ev)
+	defer c.cutIn.release()
+	defer c.cutOut.release()
 
 	// Nothing the parent still sends can reach the child: stop reading it.
-	past := time.Unix(1, 0)
-	c.in.f.SetReadDeadline(past)
-	c.inW.SetWriteDeadline(past)
+	c.cutIn.fire()
 
 	grace := time.NewTimer(c.Grace)
 	defer grace.Stop()
@@ -398,13 +455,10 @@ loop:
 	case <-drained:
 	case <-grace.C:
 		// A grandchild holds stdout open, or the parent does not read.
-		c.outR.SetReadDeadline(past)
-		c.errR.SetReadDeadline(past)
-		c.out.f.SetWriteDeadline(past)
-		c.errOut.f.SetWriteDeadline(past)
+		c.cutOut.fire()
 	}
-	// Pumps cut loose return at once when their files are pollable; one
-	// stuck in a write to an unpollable file is abandoned (see Cmd).
+	// Pumps cut loose return at once unless they sleep in a write(2) to a
+	// descriptor in blocking mode; such a pump is abandoned (see Cmd).
 	abandon := time.NewTimer(250 * time.Millisecond)
 	defer abandon.Stop()
 	select {
@@ -416,6 +470,18 @@ loop:
 	case <-abandon.C:
 	}
 
+	// The exit event comes after the child's last output: its time is
+	// when the child was reaped, or the last chunk's if that was later
+	// (the drain may read output written just before the exit after the
+	// reaper saw it).
+	ev := Event{Kind: "exit", T: r.t}
+	if code, sig := Status(r.state); sig != 0 {
+		ev.Signal = SignalName(sig)
+	} else {
+		ev.Exit = &code
+	}
+	c.s.event(ev)
+
 	if c.sigc != nil {
 		signal.Stop(c.sigc)
 	}
@@ -423,7 +489,8 @@ loop:
 		c.tty.Close()
 	}
 	cerr := c.s.close()
-	c.restore()
+	// Each pump closes its own descriptors when it returns (an abandoned
+	// one, later): none is closed under a pump that may still use it.
 	if r.err != nil {
 		return fmt.Errorf("tap: wait: %w", r.err)
 	}
@@ -437,17 +504,18 @@ func (c *Cmd) relay(sig os.Signal) {
 	if !ok {
 		return
 	}
-	ev := Event{Kind: "signal", Signal: SignalName(s)}
-	if (s == syscall.SIGINT || s == syscall.SIGQUIT) && ttyForeground(c.tty) {
-		ev.Msg = "not relayed: the terminal sent it to the child's process group too"
-		c.s.event(ev)
-		return
-	}
-	if err := c.Process.Signal(s); err != nil {
-		// os.ErrProcessDone: the child is exiting; the exit event follows.
-		ev.Msg = "not relayed: " + err.Error()
-	}
-	c.s.event(ev)
+	// The event takes its place in the read order before the signal is
+	// sent, so what the child writes in reply is recorded after it.
+	c.s.ordered(func(seq uint64, t int64) {
+		ev := Event{Kind: "signal", Signal: SignalName(s)}
+		if (s == syscall.SIGINT || s == syscall.SIGQUIT) && ttyForeground(c.tty) {
+			ev.Msg = "not relayed: the terminal sent it to the child's process group too"
+		} else if err := c.Process.Signal(s); err != nil {
+			// os.ErrProcessDone: the child is exiting; the exit event follows.
+			ev.Msg = "not relayed: " + err.Error()
+		}
+		c.s.deliver(ev, seq, t)
+	})
 }
 
 func (c *Cmd) restore() {
@@ -462,7 +530,19 @@ func (c *Cmd) restore() {
 // tap) share: the clock, the read counter and the guarded observer.
 type session struct {
 	start time.Time
-	seq   atomic.Uint64
+
+	// order makes the read order total across chunks and events. A pump
+	// holds it shared while it stamps a chunk (and, with ObserveFirst,
+	// until the chunk was handed to the observer); an event holds it
+	// exclusively from its stamp until the observer has it. So every
+	// chunk stamped before an event reached the observer before it, and
+	// every chunk stamped after it reaches the observer after it: an
+	// observer that places an event after the highest Seq observed so far
+	// places it exactly (see Event.Seq).
+	order   sync.RWMutex
+	stampMu sync.Mutex // seq and lastT, under order
+	seq     uint64
+	lastT   int64 // T of the latest stamp: T never decreases along Seq
 
 	first  bool         // observe before forwarding (Cmd.ObserveFirst)
 	mu     sync.RWMutex // Observe/Event hold it shared; close exclusively
@@ -477,6 +557,49 @@ func newSession(obs Observer, warn io.Writer) *session {
 }
 
 func (s *session) now() int64 { return int64(time.Since(s.start)) }
+
+// stamp gives a chunk its Seq and T; call it with order held (shared).
+func (s *session) stamp(conn int, stream Stream, data []byte) Chunk {
+	s.stampMu.Lock()
+	s.seq++
+	t := max(s.now(), s.lastT)
+	s.lastT = t
+	c := Chunk{Conn: conn, Stream: stream, Seq: s.seq, T: t, Data: data}
+	s.stampMu.Unlock()
+	return c
+}
+
+// ordered runs f at one point of the read order, with the Seq of the last
+// chunk stamped so far and the time (never less than that chunk's T); no
+// chunk is stamped while f runs.
+func (s *session) ordered(f func(seq uint64, t int64)) {
+	s.order.Lock()
+	defer s.order.Unlock()
+	s.stampMu.Lock()
+	seq, t := s.seq, max(s.now(), s.lastT)
+	s.stampMu.Unlock()
+	f(seq, t)
+}
+
+// event records e at this point of the read order (its Seq), at e.T if set
+// (clamped to no less than the last chunk's T), else now.
+func (s *session) event(e Event) {
+	s.ordered(func(seq uint64, t int64) { s.deliver(e, seq, t) })
+}
+
+// deliver hands e to the observer with its place in the read order; call it
+// from inside ordered.
+func (s *session) deliver(e Event, seq uint64, now int64) {
+	e.Seq = seq
+	if e.T == 0 {
+		e.T = now
+	}
+	s.stampMu.Lock()
+	e.T = max(e.T, s.lastT)
+	s.lastT = e.T
+	s.stampMu.Unlock()
+	s.observeEvent(e)
+}
 
 // observe hands a forwarded chunk to the observer. A panicking observer is
 // switched off with one warning: the session goes on, forwarding only.
@@ -493,12 +616,9 @@ func (s *session) observe(c Chunk) {
 	s.obs.Observe(c)
 }
 
-func (s *session) event(e Event) {
+func (s *session) observeEvent(e Event) {
 	if s.obs == nil || s.failed.Load() {
 		return
-	}
-	if e.T == 0 {
-		e.T = s.now()
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()

@@ -49,7 +49,8 @@ type Chunk struct {
 // Event is a process or connection event. Kind uses the cassette.Event*
 // names (start, stdin-eof, signal, exit, gap, conn-open, conn-close, warning).
 type Event struct {
-	T      int64
+	T      int64  // ns since the tap started; never less than the T of a chunk read before the event
+	Seq    uint64 // the Seq of the last chunk read before the event (0: none): its place in the read order
 	Conn   int
 	Kind   string
 	Argv   []string

@@ -3,10 +3,9 @@ package tap
 import (
 	"errors"
 	"io"
-	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // ChunkSize is the most a pump reads at once: the capacity of a Linux pipe.
@@ -27,16 +26,6 @@ var buffersInUse atomic.Int64
 // now in this process: one per running pump.
 func BuffersInUse() int64 { return buffersInUse.Load() }
 
-type deadlineReader interface {
-	io.Reader
-	SetReadDeadline(time.Time) error
-}
-
-type deadlineWriter interface {
-	io.Writer
-	SetWriteDeadline(time.Time) error
-}
-
 // pump copies one stream: read up to ChunkSize, stamp the chunk (Seq, T) the
 // moment the read returns, write it all to dst, then hand it to the
 // observer (before the write with ObserveFirst; see Cmd.ObserveFirst). Nothing is buffered beyond the one chunk in flight and no
@@ -45,8 +34,8 @@ type pump struct {
 	s      *session
 	conn   int
 	stream Stream
-	src    deadlineReader
-	dst    deadlineWriter
+	src    io.Reader // stdio mode: a rawFD; socket mode: a *net.UnixConn
+	dst    io.Writer
 
 	n    int64 // bytes forwarded
 	rerr error // why reading stopped (io.EOF on a clean end)
@@ -56,7 +45,8 @@ type pump struct {
 // copy runs until src ends or fails, or a write to dst fails. It may block
 // in Read (the writer is idle), in Write (the reader is stalled:
 // backpressure) or in Observe (the observer is slowing us down on purpose).
-// Deadlines set on src or dst by another goroutine end it.
+// Cutting src and dst loose from another goroutine (a cutter for raw
+// descriptors, deadlines for connections) ends it.
 func (p *pump) copy() {
 	bp := bufPool.Get().(*[]byte)
 	buffersInUse.Add(1)
@@ -68,11 +58,18 @@ func (p *pump) copy() {
 	for {
 		n, err := p.src.Read(buf)
 		if n > 0 {
-			seq := p.s.seq.Add(1)
-			t := p.s.now()
-			c := Chunk{Conn: p.conn, Stream: p.stream, Seq: seq, T: t, Data: buf[:n]}
+			var c Chunk
 			if p.s.first {
+				// Stamp and hand over as one step of the read order: an
+				// event cannot slip in between (see session.ordered).
+				p.s.order.RLock()
+				c = p.s.stamp(p.conn, p.stream, buf[:n])
 				p.s.observe(c)
+				p.s.order.RUnlock()
+			} else {
+				p.s.order.RLock()
+				c = p.s.stamp(p.conn, p.stream, buf[:n])
+				p.s.order.RUnlock()
 			}
 			w, werr := p.dst.Write(buf[:n])
 			p.n += int64(w)
@@ -113,18 +110,23 @@ type stdinPump struct {
 	pump
 	parent *parentEnd
 	done   chan struct{}
+	cut    *cutter
 }
 
 func (p *stdinPump) run() {
 	defer close(p.done)
+	defer p.cut.release()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	p.copy()
-	if f, ok := p.dst.(*os.File); ok {
-		f.Close()
-	}
-	p.parent.close()
 	if p.eof() {
+		// Record the EOF before passing it on: whatever the child does
+		// about it (a last line, its exit) is read after this event took
+		// its place in the read order, and reaches the observer after it.
 		p.s.event(Event{Conn: p.conn, Kind: "stdin-eof"})
 	}
+	p.dst.(*rawFD).close()
+	p.parent.close()
 }
 
 // stdoutPump copies the child's stdout to the parent's stdout. It ends at
@@ -138,14 +140,16 @@ type stdoutPump struct {
 	pump
 	parent *parentEnd
 	wg     *sync.WaitGroup
+	cut    *cutter
 }
 
 func (p *stdoutPump) run() {
 	defer p.wg.Done()
+	defer p.cut.release()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	p.copy()
-	if f, ok := p.src.(*os.File); ok {
-		f.Close()
-	}
+	p.src.(*rawFD).close()
 	p.parent.close()
 }
 
@@ -154,13 +158,15 @@ type stderrPump struct {
 	pump
 	parent *parentEnd
 	wg     *sync.WaitGroup
+	cut    *cutter
 }
 
 func (p *stderrPump) run() {
 	defer p.wg.Done()
+	defer p.cut.release()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	p.copy()
-	if f, ok := p.src.(*os.File); ok {
-		f.Close()
-	}
+	p.src.(*rawFD).close()
 	p.parent.close()
 }

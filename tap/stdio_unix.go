@@ -11,34 +11,26 @@ import (
 )
 
 // parentEnd is one of the parent's streams as the tap uses it: a duplicate
-// descriptor (closing it leaves fd 0, 1 or 2 alone), switched to
-// non-blocking mode when asked so that the runtime's poller serves it and
-// deadlines can cut a stuck read or write loose.
-//
-// O_NONBLOCK belongs to the open file description, which the duplicate
-// shares with the original and possibly with other processes (a terminal's
-// shell): close restores the flags the description had. If rpctap is killed
-// with SIGKILL they stay non-blocking; shells cope with that.
+// descriptor (closing it leaves fd 0, 1 or 2 alone), used with plain read(2)
+// and write(2) from a pump's own thread (see rawFD). Its flags are never
+// changed: O_NONBLOCK belongs to the open file description, which the
+// duplicate shares with the original and possibly with other processes (a
+// terminal's shell), and a flag changed by rpctap would stay changed if
+// rpctap were killed with SIGKILL.
 type parentEnd struct {
-	f       *os.File
-	flags   int
-	changed bool
-	once    sync.Once
+	*rawFD
+	once sync.Once
 }
 
-func openParentEnd(orig *os.File, nonblock bool) (*parentEnd, error) {
+func openParentEnd(orig *os.File) (*parentEnd, error) {
 	rc, err := orig.SyscallConn()
 	if err != nil {
 		return nil, err
 	}
-	var nfd, flags int
+	var nfd int
 	var cerr error
 	err = rc.Control(func(fd uintptr) {
 		nfd, cerr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
-		if cerr != nil {
-			return
-		}
-		flags, cerr = unix.FcntlInt(uintptr(nfd), unix.F_GETFL, 0)
 	})
 	if err == nil {
 		err = cerr
@@ -46,45 +38,13 @@ func openParentEnd(orig *os.File, nonblock bool) (*parentEnd, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &parentEnd{flags: flags}
-	if nonblock && flags&unix.O_NONBLOCK == 0 && pollable(nfd) {
-		if err := unix.SetNonblock(nfd, true); err == nil {
-			p.changed = true
-		}
-	}
-	// os.NewFile registers a non-blocking descriptor with the poller.
-	p.f = os.NewFile(uintptr(nfd), orig.Name())
-	return p, nil
+	return &parentEnd{rawFD: newRawFD(nfd, nil)}, nil
 }
 
-// pollable reports whether fd is of a kind epoll serves: a pipe, socket or
-// character device (a terminal). Regular files never block anyway.
-func pollable(fd int) bool {
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil {
-		return false
-	}
-	switch st.Mode & unix.S_IFMT {
-	case unix.S_IFIFO, unix.S_IFSOCK, unix.S_IFCHR:
-		return true
-	}
-	return false
-}
-
-// close restores the description's flags and closes the duplicate. It may
-// be called more than once, from the pump and from Wait.
-func (p *parentEnd) close() { p.once.Do(p.doClose) }
-
-func (p *parentEnd) doClose() {
-	if p.changed {
-		if rc, err := p.f.SyscallConn(); err == nil {
-			rc.Control(func(fd uintptr) {
-				unix.FcntlInt(fd, unix.F_SETFL, p.flags)
-			})
-		}
-	}
-	p.f.Close()
-}
+// close closes the duplicate. It may be called more than once; only the
+// pump that uses the end calls it once the tap runs (or Start, when it
+// fails before the pumps run).
+func (p *parentEnd) close() { p.once.Do(func() { p.rawFD.close() }) }
 
 // openTTY opens the controlling terminal, if rpctap has one, to ask later
 // whether rpctap's process group is in its foreground.

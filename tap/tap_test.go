@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -348,49 +349,59 @@ func TestStartErrors(t *testing.T) {
 	}
 }
 
-// The parent's descriptors are switched to non-blocking mode while the tap
-// runs and get their blocking mode back when Wait returns.
-func TestNonblockRestored(t *testing.T) {
-	blockingPipe := func() (*os.File, *os.File, int, int) {
-		var p [2]int
-		if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+// The tap never changes the parent's descriptors' flags (they belong to
+// descriptions shared with the parent, and a flag changed by a tap killed
+// with SIGKILL would stay changed): blocking pipes stay blocking, and
+// non-blocking ones non-blocking, while the tap runs and after.
+func TestParentFlagsUnchanged(t *testing.T) {
+	for _, nb := range []bool{false, true} {
+		pipe := func() (*os.File, *os.File, int, int) {
+			var p [2]int
+			if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+				t.Fatal(err)
+			}
+			if nb {
+				unix.SetNonblock(p[0], true)
+				unix.SetNonblock(p[1], true)
+			}
+			return os.NewFile(uintptr(p[0]), "r"), os.NewFile(uintptr(p[1]), "w"), p[0], p[1]
+		}
+		nonblock := func(fd int) bool {
+			fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return fl&unix.O_NONBLOCK != 0
+		}
+		inR, inW, inFd, _ := pipe()
+		outR, outW, _, outFd := pipe()
+		argv := helperArgv("cat")
+		c := Command(argv[0], argv[1:]...)
+		c.Env, c.Signals = helperEnv(), nil
+		c.Stdin, c.Stdout = inR, outW
+		if err := c.Start(); err != nil {
 			t.Fatal(err)
 		}
-		return os.NewFile(uintptr(p[0]), "r"), os.NewFile(uintptr(p[1]), "w"), p[0], p[1]
-	}
-	nonblock := func(fd int) bool {
-		fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
-		if err != nil {
+		if _, err := inW.Write([]byte("ping\n")); err != nil {
 			t.Fatal(err)
 		}
-		return fl&unix.O_NONBLOCK != 0
-	}
-	inR, inW, inFd, _ := blockingPipe()
-	outR, outW, _, outFd := blockingPipe()
-	defer inR.Close()
-	defer outW.Close()
-	defer outR.Close()
-	argv := helperArgv("cat")
-	c := Command(argv[0], argv[1:]...)
-	c.Env, c.Signals = helperEnv(), nil
-	c.Stdin, c.Stdout = inR, outW
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	inW.Write([]byte("ping\n"))
-	buf := make([]byte, 5)
-	if _, err := io.ReadFull(outR, buf); err != nil || string(buf) != "ping\n" {
-		t.Fatalf("read %q, %v", buf, err)
-	}
-	if !nonblock(inFd) || !nonblock(outFd) {
-		t.Error("stdin/stdout not in non-blocking mode while the tap runs")
-	}
-	inW.Close()
-	if err := c.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	if nonblock(inFd) || nonblock(outFd) {
-		t.Error("stdin/stdout left in non-blocking mode")
+		buf := make([]byte, 5)
+		if _, err := io.ReadFull(outR, buf); err != nil || string(buf) != "ping\n" {
+			t.Fatalf("read %q, %v", buf, err)
+		}
+		if nonblock(inFd) != nb || nonblock(outFd) != nb {
+			t.Errorf("non-blocking %v: stdin/stdout flags changed while the tap runs", nb)
+		}
+		inW.Close()
+		if err := c.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if nonblock(inFd) != nb || nonblock(outFd) != nb {
+			t.Errorf("non-blocking %v: stdin/stdout flags changed after Wait", nb)
+		}
+		inR.Close()
+		outW.Close()
+		outR.Close()
 	}
 }
 
@@ -398,13 +409,13 @@ func TestNonblockRestored(t *testing.T) {
 // with ObserveFirst (the crash-safe hand-over).
 func TestObserveOrder(t *testing.T) {
 	for _, first := range []bool{false, true} {
-		var pending []int // bytes readable by the parent when Observe ran
-		var h *harness
-		h = startTap(t, func(c *Cmd) {
+		var pending []int              // bytes readable by the parent when Observe ran
+		var hp atomic.Pointer[harness] // set before the first write; the pipe alone is no happens-before edge for the race detector
+		h := startTap(t, func(c *Cmd) {
 			c.ObserveFirst = first
 			c.Observer.(*collector).observe = func(ch Chunk) {
 				if ch.Stream == Stdout {
-					rc, _ := h.out.SyscallConn()
+					rc, _ := hp.Load().out.SyscallConn()
 					rc.Control(func(fd uintptr) {
 						n, err := unix.IoctlGetInt(int(fd), unix.TIOCINQ) // FIONREAD
 						if err != nil {
@@ -415,6 +426,7 @@ func TestObserveOrder(t *testing.T) {
 				}
 			}
 		}, "cat")
+		hp.Store(h)
 		h.in.Write([]byte("ping\n"))
 		h.in.Close()
 		out := readAllAsync(h.out)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -336,5 +337,112 @@ func TestRecordStdoutEOFPassesOn(t *testing.T) {
 	}
 	if string(b) != "hi\n" {
 		t.Errorf("stdout %q", b)
+	}
+}
+
+// orderCheck reads a cassette with `rpctap cat` and reports what breaks the
+// record order: a record whose time is less than the one before it, or a
+// last record before the end that is not the exit event. It returns the
+// records' kinds/events for further checks.
+func orderCheck(t *testing.T, cas string) []string {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if code := Main([]string{"cat", cas}, Stdio{In: strings.NewReader(""), Out: &out, Err: &errb}); code != 0 {
+		t.Fatalf("rpctap cat %s: exit %d: %s", cas, code, errb.String())
+	}
+	var kinds []string
+	var lastT int64
+	var lastLine string
+	for line := range strings.SplitSeq(strings.TrimSpace(out.String()), "\n") {
+		var r struct {
+			N    int    `json:"n"`
+			T    int64  `json:"t"`
+			K    string `json:"k"`
+			Ev   string `json:"ev"`
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("%s: %v: %s", cas, err, line)
+		}
+		if r.K == "header" {
+			continue
+		}
+		if r.T < lastT {
+			t.Errorf("%s: record %d has t=%d, less than the record before it (t=%d):\n  %s\n  %s", cas, r.N, r.T, lastT, lastLine, line)
+		}
+		lastT, lastLine = r.T, line
+		k := r.K
+		if r.Ev != "" {
+			k += ":" + r.Ev
+		} else if r.Text != "" {
+			k += ":" + r.Text
+		}
+		kinds = append(kinds, k)
+	}
+	// What the recorder concludes at the end (a protocol detected late, the
+	// session-end violations) may follow exit; nothing the tap saw may.
+	n := len(kinds)
+	if n == 0 || kinds[n-1] != "end" {
+		t.Errorf("%s: no end record: %q", cas, kinds[max(0, n-4):])
+	}
+	exit := slices.Index(kinds, "event:exit")
+	if exit < 0 {
+		t.Errorf("%s: no exit event: %q", cas, kinds[max(0, n-4):])
+	}
+	for _, k := range kinds[exit+1 : max(exit+1, n-1)] {
+		if !strings.HasPrefix(k, "meta") && !strings.HasPrefix(k, "violation") {
+			t.Errorf("%s: %s recorded after the exit event: %q", cas, k, kinds[exit:])
+			break
+		}
+	}
+	return kinds
+}
+
+// The exit event is recorded after the child's last output, even output
+// drained after the child was reaped (here a grandchild's, written later),
+// and record times never decrease.
+func TestRecordExitAfterDrain(t *testing.T) {
+	cas := filepath.Join(t.TempDir(), "x.cassette")
+	cmd := exec.Command("rpctap", "record", "-q", "--grace", "10s", "-o", cas, "--",
+		"sh", "-c", "(sleep 0.3; echo late-out; echo late-err >&2) & echo early; exit 0")
+	cmd.Env = rpctapEnv()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("rpctap: %v: %s", err, errb.String())
+	}
+	if out.String() != "early\nlate-out\n" {
+		t.Fatalf("forwarded %q", out.String())
+	}
+	kinds := orderCheck(t, cas)
+	if !slices.Contains(kinds, "stderr:late-err") {
+		t.Errorf("the grandchild's stderr line is not recorded: %q", kinds)
+	}
+}
+
+// In the demo session (the demo client closes the agent's stdin, and the
+// agent says so on stderr and exits), stdin-eof comes before the stderr line
+// it caused, exit is the last record, and times never decrease. Several runs,
+// since the old ordering bugs were races.
+func TestRecordDemoEventOrder(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 8 {
+		cas := filepath.Join(dir, fmt.Sprintf("demo%d.cassette", i))
+		var out, errb bytes.Buffer
+		cmd := exec.Command("rpctap", "demo", "-q", "--delay", "0", "-o", cas)
+		cmd.Env = rpctapEnv()
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("rpctap demo: %v: %s", err, errb.String())
+		}
+		kinds := orderCheck(t, cas)
+		eof := slices.Index(kinds, "event:stdin-eof")
+		bye := slices.IndexFunc(kinds, func(k string) bool { return strings.HasPrefix(k, "stderr:") && strings.Contains(k, "stdin closed") })
+		if eof < 0 || bye < 0 || eof > bye {
+			t.Errorf("%s: stdin-eof at %d, the agent's \"stdin closed\" line at %d: %q", cas, eof, bye, kinds[max(0, len(kinds)-5):])
+		}
+		if t.Failed() {
+			break
+		}
 	}
 }
