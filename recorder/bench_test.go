@@ -15,7 +15,7 @@ import (
 
 // benchChunks cuts the agent mix into one chunk per line (how an agent's
 // writes arrive), alternating parent and child, at most 64 KiB each.
-func benchChunks(b *testing.B, size int) ([]tap.Chunk, int64) {
+func benchChunks(b testing.TB, size int) ([]tap.Chunk, int64) {
 	mix := agentMix(b, size)
 	var chunks []tap.Chunk
 	var seq uint64
