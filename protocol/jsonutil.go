@@ -77,19 +77,27 @@ func skipWS(b []byte, i int) int {
 }
 
 // skipString returns the index just past the string starting at b[i] == '"'.
-// The common case (no escapes) is two vectorised byte searches.
+// It jumps from quote to quote with a vectorised search; a quote preceded by
+// an odd run of backslashes is escaped and the search goes on after it. So
+// each byte is looked at about once however many escapes the string holds
+// (searching for the quote again after every escape made escape-dense text,
+// such as source code with a \n on every line, quadratic between quotes).
 func skipString(b []byte, i int) (int, bool) {
 	i++
-	for i < len(b) {
+	for i <= len(b) {
 		j := bytes.IndexByte(b[i:], '"')
 		if j < 0 {
 			return 0, false
 		}
-		k := bytes.IndexByte(b[i:i+j], '\\')
-		if k < 0 {
-			return i + j + 1, true
+		q := i + j
+		k := q
+		for k > i && b[k-1] == '\\' {
+			k--
 		}
-		i += k + 2 // the backslash and the byte it escapes
+		if (q-k)%2 == 0 {
+			return q + 1, true
+		}
+		i = q + 1
 	}
 	return 0, false
 }

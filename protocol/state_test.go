@@ -286,3 +286,40 @@ func TestFrameValidJSON(t *testing.T) {
 		t.Fatal("no frame compared")
 	}
 }
+
+// TestSkipString: skipString (quote to quote, backslash runs counted) ends
+// every string where the plain left-to-right reading of escapes does, for
+// every byte sequence over {a, \, "} up to 11 bytes.
+func TestSkipString(t *testing.T) {
+	ref := func(b []byte, i int) (int, bool) {
+		for i++; i < len(b); i++ {
+			switch b[i] {
+			case '\\':
+				i++
+			case '"':
+				return i + 1, true
+			}
+		}
+		return 0, false
+	}
+	alpha := []byte{'a', '\\', '"'}
+	n := 0
+	var gen func(b []byte)
+	gen = func(b []byte) {
+		e1, ok1 := skipString(b, 0)
+		e2, ok2 := ref(b, 0)
+		if e1 != e2 || ok1 != ok2 {
+			t.Fatalf("skipString(%q) = %d %v, want %d %v", b, e1, ok1, e2, ok2)
+		}
+		n++
+		if len(b) < 11 {
+			for _, c := range alpha {
+				gen(append(b, c))
+			}
+		}
+	}
+	gen([]byte{'"'})
+	if n < 80000 {
+		t.Fatalf("only %d sequences", n)
+	}
+}
