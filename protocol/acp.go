@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"strings"
+	"sync"
 )
 
 // acpProto is the Agent Client Protocol (seed 003; upstream schema v0.10.3
@@ -21,21 +22,28 @@ func (acpProto) IsHandshake(_ Dir, info Info) bool {
 }
 
 func (acpProto) Validate(dir Dir, frame []byte, info Info) []Violation {
-	return validateRPCMethods(dir, frame, info, rpcCatalogue{
+	return validateRPCMethods(dir, frame, info, acpCatalogue())
+}
+
+// acpCatalogue is built once: building the shapes per frame allocated a
+// closure for every validated frame.
+var acpCatalogue = sync.OnceValue(func() rpcCatalogue {
+	shapes := make(map[string]rpcMethodShapes, len(acpMethods))
+	for m, am := range acpMethods {
+		shapes[m] = rpcMethodShapes{req: am.req, result: am.result, notif: am.notif, allowed: am.side.allows, side: am.side.String()}
+	}
+	return rpcCatalogue{
 		prefix: "acp",
 		lookup: func(m string) (rpcMethodShapes, bool) {
-			am, ok := acpMethods[m]
-			if !ok {
-				return rpcMethodShapes{}, false
-			}
-			return rpcMethodShapes{req: am.req, result: am.result, notif: am.notif, allowed: am.side.allows, side: am.side.String()}, true
+			ms, ok := shapes[m]
+			return ms, ok
 		},
 		// rpc.rs: a method starting with "_" is an extension method; its
 		// params pass through untouched.
 		extension:     func(m string) bool { return strings.HasPrefix(m, "_") },
 		paramsMissing: true,
-	})
-}
+	}
+})
 
 func (s acpSide) String() string {
 	switch s {
@@ -112,6 +120,11 @@ type rpcCatalogue struct {
 	paramsOptional func(method string) bool
 }
 
+// checkerPool recycles shape checkers (their pointer and violation
+// buffers) across frames. validateRPCMethods copies the violations out
+// (append onto the envelope's) before the checker goes back.
+var checkerPool = sync.Pool{New: func() any { return &shapeChecker{ptr: make([]byte, 0, 128)} }}
+
 // validateRPCMethods checks the envelope, then params/result against the
 // catalogue.
 func validateRPCMethods(dir Dir, frame []byte, info Info, cat rpcCatalogue) []Violation {
@@ -119,7 +132,9 @@ func validateRPCMethods(dir Dir, frame []byte, info Info, cat rpcCatalogue) []Vi
 	if !f.object {
 		return vs
 	}
-	c := shapeChecker{prefix: cat.prefix}
+	c := checkerPool.Get().(*shapeChecker)
+	c.prefix, c.vs, c.ptr = cat.prefix, c.vs[:0], c.ptr[:0]
+	defer checkerPool.Put(c)
 	switch info.Kind {
 	case Request, Notification:
 		m := info.Method
@@ -156,7 +171,7 @@ func validateRPCMethods(dir Dir, frame []byte, info Info, cat rpcCatalogue) []Vi
 			return append(vs, c.vs...)
 		}
 		c.ptr = append(c.ptr, "/params"...)
-		s.check(&c, f.params)
+		s.check(c, f.params)
 	case Response:
 		if f.result == nil || info.Method == "" {
 			return vs // errors are checked by the envelope; unknown request method: nothing more to say
@@ -166,7 +181,7 @@ func validateRPCMethods(dir Dir, frame []byte, info Info, cat rpcCatalogue) []Vi
 			return vs
 		}
 		c.ptr = append(c.ptr, "/result"...)
-		ms.result.check(&c, f.result)
+		ms.result.check(c, f.result)
 	}
 	return append(vs, c.vs...)
 }

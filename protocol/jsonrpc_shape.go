@@ -358,12 +358,22 @@ func (t *taggedShape) check(c *shapeChecker, raw []byte) {
 		c.add("missing-field", "%s is missing its tag %q (one of %s)", t.name, t.tag, quoteList(t.order))
 		return
 	}
-	s, ok := rawString(tv)
-	if !ok {
-		c.add("wrong-type", "%s tag %q must be a string, got %s", t.name, t.tag, kindOf(tv))
-		return
+	var vs shape
+	var s string
+	var ok bool
+	if len(tv) >= 2 && tv[0] == '"' && tv[len(tv)-1] == '"' && bytes.IndexByte(tv, '\\') < 0 {
+		// The common case: no escapes, look up without a string copy.
+		vs, ok = t.variants[string(tv[1:len(tv)-1])]
+		if !ok {
+			s = string(tv[1 : len(tv)-1])
+		}
+	} else {
+		if s, ok = rawString(tv); !ok {
+			c.add("wrong-type", "%s tag %q must be a string, got %s", t.name, t.tag, kindOf(tv))
+			return
+		}
+		vs, ok = t.variants[s]
 	}
-	vs, ok := t.variants[s]
 	if !ok {
 		c.add("bad-value", "unknown %s %q %q; want one of %s", t.name, t.tag, s, quoteList(t.order))
 		return

@@ -1,5 +1,7 @@
 package protocol
 
+import "sync"
+
 // mcpProto is the Model Context Protocol over stdio: JSON-RPC 2.0, the
 // parent is the MCP client, the child the server; both sides send requests
 // (sampling, roots, elicitation come from the server).
@@ -23,25 +25,7 @@ func (mcpProto) AllowedBeforeHandshake(_ Dir, info Info) bool { return info.Meth
 const CodeMCPUnknownMethod = "mcp.unknown-method"
 
 func (mcpProto) Validate(dir Dir, frame []byte, info Info) []Violation {
-	vs := validateRPCMethods(dir, frame, info, rpcCatalogue{
-		prefix: "mcp",
-		lookup: func(m string) (rpcMethodShapes, bool) {
-			mm, ok := mcpMethods[m]
-			if !ok {
-				return rpcMethodShapes{}, false
-			}
-			return rpcMethodShapes{req: mm.req, result: mm.result, notif: mm.notif, allowed: mm.from.allows, side: mm.from.String()}, true
-		},
-		paramsMissing: true,
-		paramsOptional: func(m string) bool {
-			mm := mcpMethods[m]
-			s := mm.req
-			if s == nil {
-				s = mm.notif
-			}
-			return !hasRequired(s)
-		},
-	})
+	vs := validateRPCMethods(dir, frame, info, mcpCatalogue())
 	for i := range vs {
 		if vs[i].Code == CodeMCPUnknownMethod {
 			vs[i].Severity = SevWarning
@@ -80,3 +64,27 @@ func sniffMCP(_ Dir, frame []byte) int {
 }
 
 func init() { register(mcpProto{}, 20, sniffMCP) }
+
+// mcpCatalogue is built once (see acpCatalogue).
+var mcpCatalogue = sync.OnceValue(func() rpcCatalogue {
+	shapes := make(map[string]rpcMethodShapes, len(mcpMethods))
+	for m, mm := range mcpMethods {
+		shapes[m] = rpcMethodShapes{req: mm.req, result: mm.result, notif: mm.notif, allowed: mm.from.allows, side: mm.from.String()}
+	}
+	return rpcCatalogue{
+		prefix: "mcp",
+		lookup: func(m string) (rpcMethodShapes, bool) {
+			ms, ok := shapes[m]
+			return ms, ok
+		},
+		paramsMissing: true,
+		paramsOptional: func(m string) bool {
+			mm := mcpMethods[m]
+			s := mm.req
+			if s == nil {
+				s = mm.notif
+			}
+			return !hasRequired(s)
+		},
+	}
+})
