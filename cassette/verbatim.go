@@ -2,6 +2,7 @@ package cassette
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"unicode/utf8"
 )
 
@@ -154,16 +155,18 @@ const (
 	msb = 0x8080808080808080
 )
 
-// plain8 reports whether none of the 8 bytes of x (little-endian load) needs
-// a look in a string: no '"', '\\', control character or non-ASCII byte.
-func plain8(x uint64) bool {
+// special8 marks (with the byte's top bit) the bytes of x (little-endian
+// load) that need a look in a string: '"', '\\', control characters and
+// non-ASCII bytes. A borrow can mark a byte above a marked one too, never one
+// below, so the lowest mark is exact.
+func special8(x uint64) uint64 {
 	q := x ^ ('"' * lsb)
 	b := x ^ ('\\' * lsb)
 	special := (q - lsb) &^ q // a zero byte in q
 	special |= (b - lsb) &^ b
-	special |= x - 0x20*lsb // a byte below 0x20 (or, by borrow, a byte above one)
+	special |= x - 0x20*lsb // a byte below 0x20
 	special |= x            // a byte >= 0x80
-	return special&msb == 0
+	return special & msb
 }
 
 // scanString scans a string whose opening quote is at i-1 and returns the
@@ -171,7 +174,11 @@ func plain8(x uint64) bool {
 // UTF-8.
 func scanString(p []byte, i int) (int, bool) {
 	for {
-		for i+8 <= len(p) && plain8(binary.LittleEndian.Uint64(p[i:])) {
+		for i+8 <= len(p) {
+			if m := special8(binary.LittleEndian.Uint64(p[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) / 8 // the first byte to look at
+				break
+			}
 			i += 8
 		}
 		if i >= len(p) {

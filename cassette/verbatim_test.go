@@ -100,3 +100,38 @@ func FuzzVerbatim(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkVerbatim: the one-pass check against encoding/json.Valid (which
+// does less: no UTF-8, newline or white-space rule) on prose-like and on
+// escape-dense code-like frames.
+func BenchmarkVerbatim(b *testing.B) {
+	var prose, code strings.Builder
+	words := strings.Fields("the agent reads a file and writes its result to the session, then waits for the next prompt")
+	for i := 0; prose.Len() < 64<<10; i++ {
+		prose.WriteString(words[i%len(words)])
+		prose.WriteByte(' ')
+	}
+	for i := 0; code.Len() < 64<<10; i++ {
+		code.WriteString("\tif err := f(x[" + strings.Repeat("i", i%7) + "]); err != nil {\n\t\treturn \"failed\"\n\t}\n")
+	}
+	for _, c := range []struct{ name, text string }{{"prose", prose.String()}, {"code", code.String()}} {
+		text, _ := json.Marshal(c.text)
+		frame := []byte(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":` + string(text) + `}]}}`)
+		b.Run(c.name+"/Verbatim", func(b *testing.B) {
+			b.SetBytes(int64(len(frame)))
+			for i := 0; i < b.N; i++ {
+				if !Verbatim(frame) {
+					b.Fatal("not verbatim")
+				}
+			}
+		})
+		b.Run(c.name+"/json.Valid", func(b *testing.B) {
+			b.SetBytes(int64(len(frame)))
+			for i := 0; i < b.N; i++ {
+				if !json.Valid(frame) {
+					b.Fatal("not valid")
+				}
+			}
+		})
+	}
+}
