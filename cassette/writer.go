@@ -251,8 +251,11 @@ func (w *Writer) flush(closeFrame bool) error {
 		if err := w.enc.Flush(); err != nil {
 			return w.fail(err)
 		}
-		if cap(w.raw) > 4*w.opts.BatchSize && cap(w.raw) > 1<<20 {
-			w.raw = nil // a huge record passed; do not keep its buffer
+		if cap(w.raw) > 4*w.opts.BatchSize && cap(w.raw) > 2<<20 {
+			// A huge record passed; do not keep its buffer. Up to 2 MiB
+			// is kept: agent sessions send ~1 MiB frames again and again,
+			// and regrowing the buffer for each cost more than keeping it.
+			w.raw = nil
 		} else {
 			w.raw = w.raw[:0]
 		}

@@ -129,6 +129,7 @@ type Recorder struct {
 	gaps    []item                   // lossy drops not yet queued
 	pool    sync.Pool                // *[]byte of cap poolBuf
 	valBufs [valBufClasses]sync.Pool // *[]byte: frame copies for the validator, by size class
+	valBig  chan []byte              // one spare copy buffer for frames over valBufMax
 
 	// Owned by the writer goroutine.
 	next       uint64 // next Seq to write
@@ -213,6 +214,7 @@ func New(w Writer, opts ...Option) *Recorder {
 		results:    make(chan validationResult, 16),
 		valQ:       make(chan valJob, 4096),
 		kick:       make(chan struct{}, 1),
+		valBig:     make(chan []byte, 1),
 		done:       make(chan struct{}),
 		next:       1,
 		conns:      map[int]*connState{},

@@ -495,6 +495,13 @@ func valBufClass(n int) int {
 // valCopy copies a frame for the validator.
 func (r *Recorder) valCopy(p []byte) []byte {
 	if len(p) > valBufMax {
+		select {
+		case b := <-r.valBig:
+			if cap(b) >= len(p) {
+				return append(b[:0], p...)
+			}
+		default:
+		}
 		return bytes.Clone(p)
 	}
 	c := valBufClass(len(p))
@@ -508,6 +515,15 @@ func (r *Recorder) valCopy(p []byte) []byte {
 
 // valFree returns a validated frame's copy to its pool.
 func (r *Recorder) valFree(b []byte) {
+	if c := cap(b); c > valBufMax && c <= keepLineBuf {
+		// One large copy is kept for the next large frame (agent
+		// sessions send ~1 MiB frames again and again).
+		select {
+		case r.valBig <- b:
+		default:
+		}
+		return
+	}
 	if c := cap(b); c >= valBufMin && c <= valBufMax && c&(c-1) == 0 {
 		b = b[:0]
 		r.valBufs[valBufClass(c)].Put(&b)
