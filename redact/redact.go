@@ -31,6 +31,8 @@ import (
 	"encoding/json"
 	"sort"
 	"strings"
+
+	"github.com/rpctap/rpctap/internal/jsonscan"
 )
 
 // Placeholder replaces each secret value (as a JSON string in JSON frames).
@@ -162,7 +164,7 @@ func (r *Redactor) line(line []byte) (out []byte, applied []span, isJSON bool) {
 		return out, applied, false
 	}
 	w := walker{b: line, r: r}
-	if _, ok := w.value(skipWS(line, 0), 0, ctxNone); !ok || len(w.spans) == 0 {
+	if _, ok := w.value(jsonscan.SkipWS(line, 0), 0, ctxNone); !ok || len(w.spans) == 0 {
 		return line, nil, true
 	}
 	out, applied = splice(line, w.spans)

@@ -3,6 +3,8 @@ package redact
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/rpctap/rpctap/internal/jsonscan"
 )
 
 // walker finds the spans of secret values in a frame that json.Valid
@@ -26,13 +28,6 @@ const (
 
 const maxDepth = 10000 // json.Valid refuses deeper nesting anyway
 
-func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
 // value walks the value at i and returns the index after it.
 func (w *walker) value(i, depth int, c ctx) (int, bool) {
 	if i >= len(w.b) || depth > maxDepth {
@@ -44,7 +39,7 @@ func (w *walker) value(i, depth int, c ctx) (int, bool) {
 	case '[':
 		return w.array(i, depth, c)
 	case '"':
-		return stringEnd(w.b, i)
+		return jsonscan.SkipString(w.b, i)
 	default:
 		j := i
 		for j < len(w.b) && !isDelim(w.b[j]) {
@@ -56,19 +51,6 @@ func (w *walker) value(i, depth int, c ctx) (int, bool) {
 
 func isDelim(c byte) bool {
 	return c == ',' || c == '}' || c == ']' || c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ':'
-}
-
-// stringEnd returns the index after the string starting at i.
-func stringEnd(b []byte, i int) (int, bool) {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1, true
-		}
-	}
-	return len(b), false
 }
 
 // secretValue reports whether the value span should be hidden: strings
@@ -106,7 +88,7 @@ func (w *walker) add(s, e int) {
 }
 
 func (w *walker) object(i, depth int, c ctx) (int, bool) {
-	i = skipWS(w.b, i+1)
+	i = jsonscan.SkipWS(w.b, i+1)
 	if i < len(w.b) && w.b[i] == '}' {
 		return i + 1, true
 	}
@@ -120,16 +102,16 @@ func (w *walker) object(i, depth int, c ctx) (int, bool) {
 		if i >= len(w.b) || w.b[i] != '"' {
 			return i, false
 		}
-		ke, ok := stringEnd(w.b, i)
+		ke, ok := jsonscan.SkipString(w.b, i)
 		if !ok {
 			return i, false
 		}
 		k := key(w.b[i:ke])
-		i = skipWS(w.b, ke)
+		i = jsonscan.SkipWS(w.b, ke)
 		if i >= len(w.b) || w.b[i] != ':' {
 			return i, false
 		}
-		vs := skipWS(w.b, i+1)
+		vs := jsonscan.SkipWS(w.b, i+1)
 		sub := ctxNone
 		if k == "env" {
 			if vs < len(w.b) && w.b[vs] == '{' {
@@ -158,7 +140,7 @@ func (w *walker) object(i, depth int, c ctx) (int, bool) {
 		case k == "method" && w.b[vs] == '"':
 			isAuth = string(w.b[vs:ve]) == `"authenticate"`
 		}
-		i = skipWS(w.b, ve)
+		i = jsonscan.SkipWS(w.b, ve)
 		if i >= len(w.b) {
 			return i, false
 		}
@@ -169,7 +151,7 @@ func (w *walker) object(i, depth int, c ctx) (int, bool) {
 		if w.b[i] != ',' {
 			return i, false
 		}
-		i = skipWS(w.b, i+1)
+		i = jsonscan.SkipWS(w.b, i+1)
 	}
 	if valueSpan.start >= 0 && (nameSecret || c == ctxEnvArray) {
 		w.add(valueSpan.start, valueSpan.end)
@@ -186,18 +168,18 @@ func (w *walker) object(i, depth int, c ctx) (int, bool) {
 // named skip (normalized).
 func (w *walker) memberSpans(i, depth int, skip string) []span {
 	var out []span
-	i = skipWS(w.b, i+1)
+	i = jsonscan.SkipWS(w.b, i+1)
 	for i < len(w.b) && w.b[i] == '"' {
-		ke, ok := stringEnd(w.b, i)
+		ke, ok := jsonscan.SkipString(w.b, i)
 		if !ok {
 			return out
 		}
 		k := key(w.b[i:ke])
-		i = skipWS(w.b, ke)
+		i = jsonscan.SkipWS(w.b, ke)
 		if i >= len(w.b) || w.b[i] != ':' {
 			return out
 		}
-		vs := skipWS(w.b, i+1)
+		vs := jsonscan.SkipWS(w.b, i+1)
 		sub := walker{b: w.b, r: w.r}
 		ve, ok := sub.value(vs, depth+1, ctxNone)
 		if !ok {
@@ -206,17 +188,17 @@ func (w *walker) memberSpans(i, depth int, skip string) []span {
 		if k != skip {
 			out = append(out, span{vs, ve})
 		}
-		i = skipWS(w.b, ve)
+		i = jsonscan.SkipWS(w.b, ve)
 		if i >= len(w.b) || w.b[i] != ',' {
 			return out
 		}
-		i = skipWS(w.b, i+1)
+		i = jsonscan.SkipWS(w.b, i+1)
 	}
 	return out
 }
 
 func (w *walker) array(i, depth int, c ctx) (int, bool) {
-	i = skipWS(w.b, i+1)
+	i = jsonscan.SkipWS(w.b, i+1)
 	if i < len(w.b) && w.b[i] == ']' {
 		return i + 1, true
 	}
@@ -233,7 +215,7 @@ func (w *walker) array(i, depth int, c ctx) (int, bool) {
 		if c == ctxEnvArray && w.b[vs] == '"' {
 			w.add(vs, ve) // "env": ["KEY=value", ...] (Docker style)
 		}
-		i = skipWS(w.b, ve)
+		i = jsonscan.SkipWS(w.b, ve)
 		if i >= len(w.b) {
 			return i, false
 		}
@@ -243,6 +225,6 @@ func (w *walker) array(i, depth int, c ctx) (int, bool) {
 		if w.b[i] != ',' {
 			return i, false
 		}
-		i = skipWS(w.b, i+1)
+		i = jsonscan.SkipWS(w.b, i+1)
 	}
 }

@@ -3,6 +3,8 @@ package replay
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/rpctap/rpctap/internal/jsonscan"
 )
 
 // dialect is what replay must know about a protocol's wire to stand in for
@@ -78,7 +80,7 @@ func dialectFor(name string) dialect {
 // empty; the engine fills it in from the request the response answers.
 func (d dialect) classify(f *Frame, fromParent bool) {
 	raw := f.Raw
-	if i := skipWS(raw, 0); !f.json || i >= len(raw) || raw[i] != '{' {
+	if i := jsonscan.SkipWS(raw, 0); !f.json || i >= len(raw) || raw[i] != '{' {
 		f.Kind = kindText
 		f.Method = ""
 		return

@@ -2,35 +2,38 @@ package replay
 
 // A tiny scanner over the top level of a JSON object. Replay rewrites ids in
 // recorded frames by splicing bytes, so that everything else in a frame
-// (key order, spacing, escapes) reaches the peer exactly as recorded.
+// (key order, spacing, escapes) reaches the peer exactly as recorded. The
+// skipping itself is internal/jsonscan, shared with redact.
+
+import "github.com/rpctap/rpctap/internal/jsonscan"
 
 // memberSpan finds the top-level member key in the JSON object b and returns
 // the byte offsets of its value [vs, ve) and of the whole member including a
 // separating comma [ms, me) (for deletion). ok is false when b is not an
 // object or has no such member.
 func memberSpan(b []byte, key string) (vs, ve, ms, me int, ok bool) {
-	i := skipWS(b, 0)
+	i := jsonscan.SkipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return
 	}
-	i = skipWS(b, i+1)
+	i = jsonscan.SkipWS(b, i+1)
 	prevEnd := -1 // end of the previous member's value
 	for i < len(b) && b[i] != '}' {
 		if b[i] != '"' {
 			return
 		}
-		ke, good := skipString(b, i)
+		ke, good := jsonscan.SkipString(b, i)
 		if !good {
 			return
 		}
 		k := b[i+1 : ke-1]
 		start := i
-		j := skipWS(b, ke)
+		j := jsonscan.SkipWS(b, ke)
 		if j >= len(b) || b[j] != ':' {
 			return
 		}
-		j = skipWS(b, j+1)
-		end, good := skipValue(b, j)
+		j = jsonscan.SkipWS(b, j+1)
+		end, good := jsonscan.SkipValue(b, j)
 		if !good {
 			return
 		}
@@ -38,9 +41,9 @@ func memberSpan(b []byte, key string) (vs, ve, ms, me int, ok bool) {
 			vs, ve = j, end
 			// Member span for deletion: take the following comma when
 			// there is one, else the preceding one.
-			n := skipWS(b, end)
+			n := jsonscan.SkipWS(b, end)
 			if n < len(b) && b[n] == ',' {
-				ms, me = start, skipWS(b, n+1)
+				ms, me = start, jsonscan.SkipWS(b, n+1)
 			} else if prevEnd >= 0 {
 				ms, me = prevEnd, end
 			} else {
@@ -50,9 +53,9 @@ func memberSpan(b []byte, key string) (vs, ve, ms, me int, ok bool) {
 			return
 		}
 		prevEnd = end
-		i = skipWS(b, end)
+		i = jsonscan.SkipWS(b, end)
 		if i < len(b) && b[i] == ',' {
-			i = skipWS(b, i+1)
+			i = jsonscan.SkipWS(b, i+1)
 		}
 	}
 	return
@@ -76,7 +79,7 @@ func replaceMember(b []byte, key string, val []byte) []byte {
 		if val == nil {
 			return b
 		}
-		i := skipWS(b, 0)
+		i := jsonscan.SkipWS(b, 0)
 		if i >= len(b) || b[i] != '{' {
 			return b
 		}
@@ -87,7 +90,7 @@ func replaceMember(b []byte, key string, val []byte) []byte {
 		out = append(out, '"', ':')
 		out = append(out, val...)
 		rest := b[i+1:]
-		if j := skipWS(rest, 0); j < len(rest) && rest[j] != '}' {
+		if j := jsonscan.SkipWS(rest, 0); j < len(rest) && rest[j] != '}' {
 			out = append(out, ',')
 		}
 		return append(out, rest...)
@@ -101,66 +104,4 @@ func replaceMember(b []byte, key string, val []byte) []byte {
 	out = append(out, b[:vs]...)
 	out = append(out, val...)
 	return append(out, b[ve:]...)
-}
-
-func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index just past the string starting at b[i] == '"'.
-func skipString(b []byte, i int) (int, bool) {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1, true
-		}
-	}
-	return 0, false
-}
-
-// skipValue returns the index just past the JSON value starting at b[i].
-// It checks nesting and strings, not the grammar of literals.
-func skipValue(b []byte, i int) (int, bool) {
-	if i >= len(b) {
-		return 0, false
-	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				e, ok := skipString(b, j)
-				if !ok {
-					return 0, false
-				}
-				j = e - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1, true
-				}
-			}
-		}
-		return 0, false
-	default:
-		j := i
-		for j < len(b) {
-			c := b[j]
-			if c == ',' || c == '}' || c == ']' || c == ' ' || c == '\t' || c == '\n' || c == '\r' {
-				break
-			}
-			j++
-		}
-		return j, j > i
-	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/jsonscan"
 	"github.com/rpctap/rpctap/redact"
 )
 
@@ -72,7 +73,7 @@ func sameCall(live, recorded *Frame) bool {
 // decodeJSON decodes b keeping numbers as json.Number; ok is false when b is
 // not a single JSON object or array.
 func decodeJSON(b []byte) (any, bool) {
-	i := skipWS(b, 0)
+	i := jsonscan.SkipWS(b, 0)
 	if i >= len(b) || (b[i] != '{' && b[i] != '[') {
 		return nil, false
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/jsonscan"
 	"github.com/rpctap/rpctap/protocol"
 )
 
@@ -282,7 +283,7 @@ func (s *session) pairResponses() {
 // isJSONPayload: a payload recorded as JSON (the recorder checked it) that
 // is an object or an array.
 func isJSONPayload(raw []byte, recordedJSON bool) bool {
-	i := skipWS(raw, 0)
+	i := jsonscan.SkipWS(raw, 0)
 	return recordedJSON && i < len(raw) && (raw[i] == '{' || raw[i] == '[')
 }
 

@@ -1,0 +1,82 @@
+package jsonscan
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// leftToRight is the plain reading of a string: a backslash escapes the
+// byte after it. SkipString must end every string where it does.
+func leftToRight(b []byte, i int) (int, bool) {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1, true
+		}
+	}
+	return 0, false
+}
+
+// TestSkipString: every byte sequence over {a, \, "} up to 11 bytes.
+func TestSkipString(t *testing.T) {
+	alpha := []byte{'a', '\\', '"'}
+	n := 0
+	var gen func(b []byte)
+	gen = func(b []byte) {
+		e1, ok1 := SkipString(b, 0)
+		e2, ok2 := leftToRight(b, 0)
+		if e1 != e2 || ok1 != ok2 {
+			t.Fatalf("SkipString(%q) = %d %v, want %d %v", b, e1, ok1, e2, ok2)
+		}
+		n++
+		if len(b) < 11 {
+			for _, c := range alpha {
+				gen(append(b, c))
+			}
+		}
+	}
+	gen([]byte{'"'})
+	if n < 80000 {
+		t.Fatalf("only %d sequences", n)
+	}
+}
+
+func TestSkipValue(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		end  int
+		good bool
+	}{
+		{`"a\"b" ,`, 6, true},
+		{`{"a":[1,"]",{"b":"}"}]} x`, 23, true},
+		{`[1,2`, 0, false},
+		{`"abc`, 0, false},
+		{`123,`, 3, true},
+		{`true}`, 4, true},
+		{`,`, 0, false},
+		{``, 0, false},
+	} {
+		end, good := SkipValue([]byte(c.in), 0)
+		if end != c.end || good != c.good {
+			t.Errorf("SkipValue(%q) = %d %v, want %d %v", c.in, end, good, c.end, c.good)
+		}
+	}
+	if got := SkipWS([]byte(" \t\r\n x"), 0); got != 5 {
+		t.Errorf("SkipWS = %d, want 5", got)
+	}
+}
+
+// BenchmarkSkipStringEscapeDense: source code with a \n on every line, the
+// case that made a search-again-after-every-escape scanner quadratic.
+func BenchmarkSkipStringEscapeDense(b *testing.B) {
+	s := []byte(`"` + strings.Repeat(`fmt.Println(\"x\")\n`, 1<<14) + `"`)
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		if e, ok := SkipString(s, 0); !ok || e != len(s) {
+			b.Fatal(e, ok, bytes.Count(s, []byte{'"'}))
+		}
+	}
+}
