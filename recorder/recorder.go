@@ -35,8 +35,9 @@ const (
 	// maxPending: remembered request ids per connection and direction, used
 	// to give responses their request's method.
 	maxPending = 4096
-	// poolBuf: chunk copies up to this size come from a pool.
-	poolBuf = 64 << 10
+	// poolBuf: chunk copies up to this size come from pools by size class
+	// (1 KiB to 64 KiB), so a queue of small chunks pins little memory.
+	poolBuf = valBufMax
 )
 
 // Options configure a Recorder. Use the With* functions.
@@ -127,7 +128,7 @@ type Recorder struct {
 	warned  sync.Map                 // trouble kind -> struct{}: warn once each
 	gapMu   sync.Mutex               //
 	gaps    []item                   // lossy drops not yet queued
-	pool    sync.Pool                // *[]byte of cap poolBuf
+	pool    [valBufClasses]sync.Pool // *[]byte: chunk copies up to poolBuf, by size class (see getBuf)
 	valBufs [valBufClasses]sync.Pool // *[]byte: frame copies for the validator, by size class
 	valBig  chan []byte              // one spare copy buffer for frames over valBufMax
 
@@ -229,7 +230,6 @@ func New(w Writer, opts ...Option) *Recorder {
 	if r.opts.Warn == nil {
 		r.opts.Warn = func(msg string) { fmt.Fprintf(os.Stderr, "rpctap: warning: %s\n", msg) }
 	}
-	r.pool.New = func() any { b := make([]byte, poolBuf); return &b }
 	r.redactor = newRedactor(r.opts.Redact)
 	if r.opts.SchemaFile != "" {
 		p, err := protocol.FromSchemaFile(r.opts.SchemaFile)
@@ -270,7 +270,7 @@ func (r *Recorder) Observe(c tap.Chunk) {
 	}
 	it := item{kind: itemChunk, conn: c.Conn, stream: c.Stream, seq: c.Seq, t: c.T}
 	if len(c.Data) <= poolBuf {
-		it.buf = r.pool.Get().(*[]byte)
+		it.buf = r.getBuf(len(c.Data))
 		it.data = (*it.buf)[:copy(*it.buf, c.Data)]
 	} else {
 		it.data = append([]byte(nil), c.Data...)
@@ -367,7 +367,7 @@ func (r *Recorder) Failed() bool { return r.failed.Load() }
 
 func (r *Recorder) release(it *item) {
 	if it.buf != nil {
-		r.pool.Put(it.buf)
+		r.putBuf(it.buf)
 		it.buf, it.data = nil, nil
 	}
 }

@@ -529,3 +529,21 @@ func (r *Recorder) valFree(b []byte) {
 		r.valBufs[valBufClass(c)].Put(&b)
 	}
 }
+
+// getBuf returns a pooled buffer of length n (at most poolBuf) for a chunk.
+func (r *Recorder) getBuf(n int) *[]byte {
+	c := valBufClass(n)
+	if b, _ := r.pool[c].Get().(*[]byte); b != nil {
+		*b = (*b)[:n]
+		return b
+	}
+	b := make([]byte, n, valBufMin<<c)
+	return &b
+}
+
+// putBuf returns a chunk buffer from getBuf to its pool.
+func (r *Recorder) putBuf(b *[]byte) {
+	if c := cap(*b); c >= valBufMin && c <= poolBuf && c&(c-1) == 0 {
+		r.pool[valBufClass(c)].Put(b)
+	}
+}

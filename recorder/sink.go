@@ -561,7 +561,7 @@ func sinkReader(rec *Recorder, r *bufio.Reader, pipe *drainReader, gate *eventGa
 		case msgChunk:
 			it := item{kind: itemChunk, conn: int(h.conn), stream: tap.Stream(h.stream), seq: h.seq, t: h.t}
 			if h.length <= poolBuf {
-				it.buf = rec.pool.Get().(*[]byte)
+				it.buf = rec.getBuf(int(h.length))
 				it.data = (*it.buf)[:h.length]
 			} else {
 				it.data = make([]byte, h.length)
