@@ -331,7 +331,7 @@ func TestChildOPIRefusal(t *testing.T) {
 func TestChildSpeedKeepsRecordedDelays(t *testing.T) {
 	b := newBuilder("synaps")
 	b.frame(cassette.DirIn, []byte(`{"type":"get_state","id":"a"}`))
-	b.t += 80e6 // the answer came 80 ms later
+	b.Wait(80e6) // the answer came 80 ms later
 	b.frame(cassette.DirOut, []byte(`{"type":"response","id":"a","command":"get_state"}`))
 	p := startPeer(t, b.end(), WithSpeed(1))
 	start := time.Now()
@@ -341,7 +341,7 @@ func TestChildSpeedKeepsRecordedDelays(t *testing.T) {
 	if el := time.Since(start); el < 80*time.Millisecond {
 		t.Fatalf("answered after %v, recorded delay was 81ms", el)
 	}
-	p2 := startPeer(t, b.recs, WithSpeed(4))
+	p2 := startPeer(t, b.Records, WithSpeed(4))
 	start = time.Now()
 	p2.send(`{"type":"get_state","id":"a"}`)
 	p2.recv()
@@ -353,7 +353,7 @@ func TestChildSpeedKeepsRecordedDelays(t *testing.T) {
 func TestChildCutOffRecordingWaitsForEOF(t *testing.T) {
 	b := newBuilder("synaps")
 	b.frame(cassette.DirOut, []byte(`{"type":"ready","session_id":"s","model":"m","protocol_version":1}`))
-	c, err := StartChild(FromRecords("cut", b.recs), WithSpeed(0)) // no exit, no end record
+	c, err := StartChild(FromRecords("cut", b.Records), WithSpeed(0)) // no exit, no end record
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,13 +402,13 @@ func TestStartChildErrors(t *testing.T) {
 	b := newBuilder("brainwires")
 	b.add(cassette.Record{K: cassette.KindFrame, Conn: 1, D: cassette.DirIn, JSON: []byte(`{"type":"cancel"}`)})
 	b.add(cassette.Record{K: cassette.KindFrame, Conn: 2, D: cassette.DirIn, JSON: []byte(`{"type":"cancel"}`)})
-	if _, err := StartChild(FromRecords("sock", b.recs)); err == nil || !strings.Contains(err.Error(), "--conn") {
+	if _, err := StartChild(FromRecords("sock", b.Records)); err == nil || !strings.Contains(err.Error(), "--conn") {
 		t.Fatalf("two conns: %v", err)
 	}
-	if _, err := StartChild(FromRecords("sock", b.recs), WithConn(3)); err == nil {
+	if _, err := StartChild(FromRecords("sock", b.Records), WithConn(3)); err == nil {
 		t.Fatal("conn 3 accepted")
 	}
-	if _, err := StartChild(FromRecords("sock", b.recs), WithConn(2)); err != nil {
+	if _, err := StartChild(FromRecords("sock", b.Records), WithConn(2)); err != nil {
 		t.Fatal(err)
 	}
 }

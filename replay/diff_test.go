@@ -7,38 +7,15 @@ import (
 	"testing"
 
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/replay/replaytest"
 )
 
-// writeCassette writes recs (header first) to a cassette file; with end
-// false the file is left without its end record, as after a SIGKILL.
+// writeCassette writes recs (header first) to a cassette file, one batch
+// per record; with end false the file is left without its end record, as
+// after a SIGKILL.
 func writeCassette(t testing.TB, path string, recs []cassette.Record, end bool) {
 	t.Helper()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	w, err := cassette.NewWriter(f, *recs[0].Header, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 1; i < len(recs); i++ {
-		if recs[i].K == cassette.KindEnd {
-			continue
-		}
-		r := recs[i]
-		if err := w.Append(&r); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Flush(); err != nil { // one batch per record, as a live recorder writes
-			t.Fatal(err)
-		}
-	}
-	if end {
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-	} else if err := w.Flush(); err != nil {
+	if err := replaytest.WriteFile(path, recs, end); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -84,9 +61,9 @@ func TestDiffFindsChangedRemovedAdded(t *testing.T) {
 		recs = append(recs, r)
 	}
 	b := newBuilder("acp")
-	b.recs = recs
+	b.Records = recs
 	b.frame(cassette.DirOut, []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"plan","entries":[]}}}`))
-	d, err := Diff(a, FromRecords("b", b.recs))
+	d, err := Diff(a, FromRecords("b", b.Records))
 	if err != nil {
 		t.Fatal(err)
 	}
