@@ -113,17 +113,8 @@ func payloadSize(r *cassette.Record) int {
 }
 
 // Payload returns the bytes of a frame or stderr line as they were on the
-// wire, without the line ending.
-func Payload(r *cassette.Record) []byte {
-	switch {
-	case r.JSON != nil:
-		return r.JSON
-	case r.B64 != nil:
-		return r.B64
-	default:
-		return []byte(r.Text)
-	}
-}
+// wire, without the line ending (cassette.Record.Payload).
+func Payload(r *cassette.Record) []byte { return r.Payload() }
 
 // payloadText is the payload as text; bytes that are not UTF-8 are shown
 // as base64 with a prefix.
