@@ -17,9 +17,10 @@ const (
 	// many payload bytes were written since the last flush.
 	batchBytes = 64 << 10
 	// queueLen: chunks waiting for the writer goroutine. With the tap's
-	// 64 KiB reads this bounds queued data to about 4 MiB (the sink's pipes
-	// hold up to 1 MiB per stream more, outside the process).
-	queueLen = 64
+	// 64 KiB reads this bounds queued data to about 2 MiB (the sink's pipes
+	// hold up to 1 MiB per stream more, outside the process). 64 measured
+	// no faster on bench/wire's agent mix.
+	queueLen = 32
 	// maxHoldChunks and maxHoldBytes bound the reorder hold: chunks that
 	// arrived before a chunk with a smaller Seq. Past either bound the hold
 	// gives up waiting for the missing Seq and writes what it holds in Seq
@@ -30,8 +31,9 @@ const (
 	// maxValidateBytes: frames queued for the validator goroutine. Past it
 	// the recorder stops validating (and says so in the cassette) rather
 	// than slow the recording down. A single larger frame is accepted when
-	// nothing else is queued.
-	maxValidateBytes = 8 << 20
+	// nothing else is queued. The validator kept within it on every
+	// bench/wire session (no validation-stopped record at 4 MiB).
+	maxValidateBytes = 4 << 20
 	// maxPending: remembered request ids per connection and direction, used
 	// to give responses their request's method.
 	maxPending = 4096
