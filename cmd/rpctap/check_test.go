@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/testpeers"
 	"github.com/rpctap/rpctap/protocol"
 )
 
@@ -302,58 +302,22 @@ func TestCheckConnections(t *testing.T) {
 // TestMain), then checks the cassettes: the right protocol is detected and
 // no error-level violation is found.
 func TestCheckRealPeers(t *testing.T) {
-	if _, ok := commands["record"]; !ok {
-		t.Skip("needs `rpctap record`, which is not available in this build yet")
-	}
-	if testing.Short() {
-		t.Skip("builds the SDK example programs; skipped with -short")
-	}
-	rp, err := exec.LookPath("rpctap")
-	if err != nil {
-		t.Fatal("rpctap is not in PATH: ", err)
-	}
-	bin := t.TempDir()
-	build := func(name, pkg string) string {
-		out := filepath.Join(bin, name)
-		if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-		}
-		return out
-	}
+	rp := realPeersRpctap(t)
 	cases := []struct {
 		proto         string
 		parent, child []string
 		stdin         string // the ACP example client asks which permission option to pick
 	}{
-		{"acp", []string{build("acpclient", "github.com/coder/acp-go-sdk/example/client")},
-			[]string{build("acpagent", "github.com/coder/acp-go-sdk/example/agent")}, "1\n"},
-		{"mcp", []string{build("mcpclient", "github.com/modelcontextprotocol/go-sdk/examples/client/listfeatures")},
-			[]string{build("mcpserver", "github.com/modelcontextprotocol/go-sdk/examples/server/everything")}, ""},
+		{"acp", []string{testpeers.Tool(t, "acpclient")}, []string{testpeers.Tool(t, "acpagent")}, "1\n"},
+		{"mcp", []string{testpeers.Tool(t, "mcpclient")}, []string{testpeers.Tool(t, "mcpserver")}, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.proto, func(t *testing.T) {
 			dir := t.TempDir()
 			cas := filepath.Join(dir, c.proto+".cassette")
-			argv := append(append(append([]string{}, c.parent...), rp, "record", "-o", cas, "--"), c.child...)
-			cmd := exec.Command(argv[0], argv[1:]...)
-			cmd.Dir = dir
-			cmd.Stdin = strings.NewReader(c.stdin)
-			var out bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &out
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			select {
-			case <-done:
-			case <-time.After(60 * time.Second):
-				cmd.Process.Kill()
-				<-done
-				t.Fatalf("%v did not finish:\n%s", argv, out.String())
-			}
+			out := testpeers.Record(t, rp, dir, cas, c.stdin, 60*time.Second, c.parent, c.child...)
 			if _, err := os.Stat(cas); err != nil {
-				t.Fatalf("no cassette after the run (%v):\n%s", err, out.String())
+				t.Fatalf("no cassette after the run (%v):\n%s", err, out)
 			}
 			code, rep, errs := runMain("check", "--format", "json", cas)
 			var doc struct {

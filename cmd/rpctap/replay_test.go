@@ -17,56 +17,15 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/testpeers"
 	"github.com/rpctap/rpctap/replay"
 	"github.com/rpctap/rpctap/replay/replaytest"
 )
-
-var (
-	toolsOnce sync.Once
-	toolsDir  string
-	toolsErr  error
-)
-
-// tools builds the peer programs once and returns their directory.
-func tools(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds peer programs; skipped with -short")
-	}
-	toolsOnce.Do(func() {
-		toolsDir, toolsErr = os.MkdirTemp("", "rpctap-replay-tools-")
-		if toolsErr != nil {
-			return
-		}
-		for name, pkg := range map[string]string{
-			"acpclient": "github.com/coder/acp-go-sdk/example/client",
-			"acpagent":  "github.com/coder/acp-go-sdk/example/agent",
-			"mcpclient": "github.com/modelcontextprotocol/go-sdk/examples/client/listfeatures",
-			"mcpserver": "github.com/modelcontextprotocol/go-sdk/examples/server/everything",
-			"testpeer":  "github.com/rpctap/rpctap/replay/internal/testpeer",
-		} {
-			out, err := exec.Command("go", "build", "-o", filepath.Join(toolsDir, name), pkg).CombinedOutput()
-			if err != nil {
-				toolsErr = &buildError{pkg, string(out)}
-				return
-			}
-		}
-	})
-	if toolsErr != nil {
-		t.Fatal(toolsErr)
-	}
-	return toolsDir
-}
-
-type buildError struct{ pkg, out string }
-
-func (e *buildError) Error() string { return "go build " + e.pkg + ": " + e.out }
 
 // rpctapPath is the rpctap in PATH (this test binary, via testscript.Main).
 func rpctapPath(t *testing.T) string {
@@ -75,6 +34,20 @@ func rpctapPath(t *testing.T) string {
 		t.Fatal("rpctap is not in PATH: ", err)
 	}
 	return p
+}
+
+// realPeersRpctap skips a test that records real SDK peers through
+// `rpctap record` when record is not in this build or with -short, and
+// returns the rpctap in PATH.
+func realPeersRpctap(t *testing.T) string {
+	t.Helper()
+	if !haveRecord() {
+		t.Skip("needs `rpctap record`, which is not available in this build yet")
+	}
+	if testing.Short() {
+		t.Skip("builds the SDK example programs; skipped with -short")
+	}
+	return rpctapPath(t)
 }
 
 type runResult struct {
@@ -90,16 +63,9 @@ func run(t *testing.T, dir, stdin string, argv ...string) runResult {
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Start(); err != nil {
+	if finished, err := testpeers.RunFor(cmd, 60*time.Second); err != nil {
 		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(60 * time.Second):
-		cmd.Process.Kill()
-		<-done
+	} else if !finished {
 		t.Fatalf("%v did not finish in 60s; stdout:\n%s\nstderr:\n%s", argv, out.String(), errb.String())
 	}
 	return runResult{out.String(), errb.String(), cmd.ProcessState.ExitCode()}
@@ -137,7 +103,7 @@ func trafficCassette(t *testing.T, dir string) string {
 var pointers = regexp.MustCompile(`0x[0-9a-f]{6,}`)
 
 func TestReplayACPExampleClientFromCapture(t *testing.T) {
-	bin := tools(t)
+	bin := testpeers.Dir(t)
 	dir := t.TempDir()
 	cas := trafficCassette(t, dir)
 	r := run(t, dir, "1\n", filepath.Join(bin, "acpclient"), rpctapPath(t), "replay", "--strict", "--speed", "0", cas)
@@ -165,7 +131,7 @@ func TestReplayRecordedSessions(t *testing.T) {
 	if !haveRecord() {
 		t.Skip("rpctap record is not available yet")
 	}
-	bin := tools(t)
+	bin := testpeers.Dir(t)
 	rp := rpctapPath(t)
 	for _, c := range []struct {
 		name   string
@@ -294,7 +260,7 @@ func firstLine(s, sub string) string {
 }
 
 func TestVerifyACPAgent(t *testing.T) {
-	bin := tools(t)
+	bin := testpeers.Dir(t)
 	dir := t.TempDir()
 	cas := trafficCassette(t, dir)
 	rp := rpctapPath(t)
@@ -335,7 +301,7 @@ func TestVerifyACPAgent(t *testing.T) {
 }
 
 func TestVerifyUpdateRewritesCassette(t *testing.T) {
-	bin := tools(t)
+	bin := testpeers.Dir(t)
 	dir := t.TempDir()
 	cas := trafficCassette(t, dir)
 	rp := rpctapPath(t)
@@ -356,7 +322,7 @@ func TestVerifyUpdateRewritesCassette(t *testing.T) {
 }
 
 func TestReplayUnexpectedFrameCLI(t *testing.T) {
-	tools(t) // real processes; skipped with -short like the others
+	testpeers.Dir(t) // real processes; skipped with -short like the others
 	dir := t.TempDir()
 	b := replaytest.New("acp").
 		In(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`).
@@ -406,7 +372,7 @@ func TestReplayUnexpectedFrameCLI(t *testing.T) {
 }
 
 func TestReplayBadInputCLI(t *testing.T) {
-	tools(t)
+	testpeers.Dir(t)
 	dir := t.TempDir()
 	good := trafficCassette(t, dir)
 	gb, _ := os.ReadFile(good)
@@ -446,7 +412,7 @@ func TestReplayBadInputCLI(t *testing.T) {
 }
 
 func TestDiffCLI(t *testing.T) {
-	tools(t)
+	testpeers.Dir(t)
 	dir := t.TempDir()
 	a := trafficCassette(t, dir)
 	in, out := sharedTraffic(t, "acp-go")
@@ -481,7 +447,7 @@ func TestDiffCLI(t *testing.T) {
 }
 
 func TestReplaySocketModeConn(t *testing.T) {
-	tools(t)
+	testpeers.Dir(t)
 	dir := t.TempDir()
 	b := replaytest.New("brainwires")
 	b.Records[0].Header.Mode = "socket"
@@ -516,7 +482,7 @@ func TestReplayDiesOfRecordedSignal(t *testing.T) {
 	if !haveRecord() {
 		t.Skip("rpctap record is not available yet")
 	}
-	tools(t)
+	testpeers.Dir(t)
 	dir := t.TempDir()
 	rp := rpctapPath(t)
 	cas := filepath.Join(dir, "sig.cassette")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gdamore/tcell/v2"
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/testpeers"
 	"github.com/rpctap/rpctap/viewer"
 )
 
@@ -114,16 +115,7 @@ var recordViewTestdata = flag.Bool("record-view-testdata", false, "copy the cass
 // cassettes headless: the list, the pair jump, the transcript and the stats
 // show what the peers said.
 func TestViewRealPeers(t *testing.T) {
-	if _, ok := commands["record"]; !ok {
-		t.Skip("needs `rpctap record`, which is not available in this build yet")
-	}
-	if testing.Short() {
-		t.Skip("builds the SDK example programs; skipped with -short")
-	}
-	rp, err := exec.LookPath("rpctap")
-	if err != nil {
-		t.Fatal("rpctap is not in PATH: ", err)
-	}
+	rp := realPeersRpctap(t)
 	dir := t.TempDir()
 	// The demo runs `rpctap record` as its own executable: run it from
 	// PATH (this test binary as rpctap), not in-process.
@@ -131,33 +123,9 @@ func TestViewRealPeers(t *testing.T) {
 	if b, err := exec.Command(rp, "demo", "-q", "--delay", "0", "-o", demo).CombinedOutput(); err != nil {
 		t.Fatalf("rpctap demo: %v\n%s", err, b)
 	}
-	build := func(name, pkg string) string {
-		out := filepath.Join(dir, name)
-		if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-		}
-		return out
-	}
 	sdk := filepath.Join(dir, "acp-sdk.cassette")
-	client := build("acpclient", "github.com/coder/acp-go-sdk/example/client")
-	agent := build("acpagent", "github.com/coder/acp-go-sdk/example/agent")
-	cmd := exec.Command(client, rp, "record", "-o", sdk, "--", agent)
-	cmd.Dir = dir
-	cmd.Stdin = strings.NewReader("1\n") // the client asks which permission option to pick
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(90 * time.Second):
-		cmd.Process.Kill()
-		<-done
-		t.Fatalf("the SDK client did not finish:\n%s", out.String())
-	}
+	// The client asks which permission option to pick.
+	testpeers.Record(t, rp, dir, sdk, "1\n", 90*time.Second, []string{testpeers.Tool(t, "acpclient")}, testpeers.Tool(t, "acpagent"))
 	for _, cas := range []string{demo, sdk} {
 		t.Run(filepath.Base(cas), func(t *testing.T) {
 			code, list, errs := viewMain("view", "--dump", "140x60", cas)
@@ -202,10 +170,7 @@ func TestViewFollowsLiveRecording(t *testing.T) {
 	if _, ok := commands["record"]; !ok {
 		t.Skip("needs `rpctap record`, which is not available in this build yet")
 	}
-	rp, err := exec.LookPath("rpctap")
-	if err != nil {
-		t.Fatal("rpctap is not in PATH: ", err)
-	}
+	rp := rpctapPath(t)
 	path := filepath.Join(t.TempDir(), "live.cassette")
 	demo := exec.Command(rp, "demo", "-q", "--delay", "150ms", "-o", path)
 	var out bytes.Buffer
@@ -223,7 +188,10 @@ func TestViewFollowsLiveRecording(t *testing.T) {
 		}
 	}()
 	// Open it as soon as it has its header.
-	var src *viewer.IndexSource
+	var (
+		src *viewer.IndexSource
+		err error
+	)
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		if src, err = viewer.OpenCassette(path); err == nil {
 			break
