@@ -46,10 +46,7 @@ func NewChild(path string, opts ...Option) (*Child, error) {
 // Close is called. A parent that stops reading Stdout while the replay has
 // frames to send blocks the replay, as a real pipe would.
 func StartChild(rec *Recording, opts ...Option) (*Child, error) {
-	o := defaults()
-	for _, opt := range opts {
-		opt(o)
-	}
+	o := defaults(opts...)
 	e, err := newEngine(rec, roleChild, o)
 	if err != nil {
 		return nil, err
@@ -125,10 +122,7 @@ func (c *Child) Close() (*Result, error) {
 // signals (may be nil) carries the names of signals the parent sent
 // ("SIGINT", ...); see Child.Signal.
 func RunChild(ctx context.Context, rec *Recording, in io.Reader, out, stderr io.Writer, signals <-chan string, opts ...Option) (*Result, error) {
-	o := defaults()
-	for _, opt := range opts {
-		opt(o)
-	}
+	o := defaults(opts...)
 	e, err := newEngine(rec, roleChild, o)
 	if err != nil {
 		return nil, err
@@ -149,11 +143,8 @@ func RunChild(ctx context.Context, rec *Recording, in io.Reader, out, stderr io.
 // signal, when not nil, sends a signal by name to the child; it is called
 // where the recording has rpctap forwarding a signal.
 func RunParent(ctx context.Context, rec *Recording, childOut io.Reader, childIn io.WriteCloser, signal func(name string) error, opts ...Option) (*Result, error) {
-	o := defaults()
-	o.speed = 0
-	for _, opt := range opts {
-		opt(o)
-	}
+	// A fake parent sends as soon as causality allows unless told otherwise.
+	o := defaults(append([]Option{WithSpeed(0)}, opts...)...)
 	e, err := newEngine(rec, roleParent, o)
 	if err != nil {
 		return nil, err

@@ -40,10 +40,7 @@ func (d *CassetteDiff) Different() bool { return len(d.Frames) > 0 || d.ExitDiff
 // The options used are WithIgnore, WithoutDefaultIgnores, WithProtocol and
 // WithConn.
 func Diff(a, b *Recording, opts ...Option) (*CassetteDiff, error) {
-	o := defaults()
-	for _, opt := range opts {
-		opt(o)
-	}
+	o := defaults(opts...)
 	ea, err := newEngine(a, roleParent, o)
 	if err != nil {
 		return nil, err

@@ -37,17 +37,9 @@ func Open(path string) (*Recording, error) {
 		if err != nil {
 			return nil, describeOpenError(path, err)
 		}
-		switch x.K {
-		case cassette.KindHeader:
-			continue
-		case cassette.KindMeta:
-			if x.Protocol != "" {
-				rec.Protocol = x.Protocol
-			}
-		case cassette.KindEnd:
-			rec.Complete = true
+		if x.K != cassette.KindHeader {
+			rec.add(x)
 		}
-		rec.Records = append(rec.Records, *x)
 	}
 	if len(rec.Conns()) == 0 {
 		if rec.Truncated != "" {

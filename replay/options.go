@@ -71,8 +71,13 @@ type options struct {
 	customMatcher bool
 }
 
-func defaults() *options {
-	return &options{speed: 1, window: 16, timeout: 5 * time.Second, prog: "replay", matcher: DefaultMatcher}
+// defaults returns the default options with opts applied in order.
+func defaults(opts ...Option) *options {
+	o := &options{speed: 1, window: 16, timeout: 5 * time.Second, prog: "replay", matcher: DefaultMatcher}
+	for _, opt := range opts {
+		opt(o)
+	}
+	return o
 }
 
 // WithSpeed sets the pacing: 1 (the default) keeps the recorded delays, 2
@@ -156,10 +161,7 @@ func CheckIgnore(patterns ...string) error {
 // connection exists, the protocol agrees, the ignore patterns are well
 // formed) and returns the protocol the replay will use.
 func Check(rec *Recording, opts ...Option) (string, error) {
-	o := defaults()
-	for _, opt := range opts {
-		opt(o)
-	}
+	o := defaults(opts...)
 	e, err := newEngine(rec, roleParent, o)
 	if err != nil {
 		return "", err

@@ -36,25 +36,32 @@ func FromRecords(name string, recs []cassette.Record) *Recording {
 	r := &Recording{Name: name}
 	for i := range recs {
 		rec := &recs[i]
-		switch rec.K {
-		case cassette.KindHeader:
-			if rec.Header != nil {
-				r.Header = *rec.Header
-				if r.Protocol == "" {
-					r.Protocol = rec.Header.Protocol
-				}
-			}
+		if rec.K != cassette.KindHeader {
+			r.add(rec)
 			continue
-		case cassette.KindMeta:
-			if rec.Protocol != "" {
-				r.Protocol = rec.Protocol
-			}
-		case cassette.KindEnd:
-			r.Complete = true
 		}
-		r.Records = append(r.Records, *rec)
+		if rec.Header != nil {
+			r.Header = *rec.Header
+			if r.Protocol == "" {
+				r.Protocol = rec.Header.Protocol
+			}
+		}
 	}
 	return r
+}
+
+// add appends a record other than the header, taking the protocol a meta
+// record names and noting the end record.
+func (r *Recording) add(x *cassette.Record) {
+	switch x.K {
+	case cassette.KindMeta:
+		if x.Protocol != "" {
+			r.Protocol = x.Protocol
+		}
+	case cassette.KindEnd:
+		r.Complete = true
+	}
+	r.Records = append(r.Records, *x)
 }
 
 // Conns lists the connection numbers that carry frames (socket mode);
