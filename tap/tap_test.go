@@ -429,8 +429,10 @@ func TestObserveOrder(t *testing.T) {
 		hp.Store(h)
 		h.in.Write([]byte("ping\n"))
 		h.in.Close()
-		out := readAllAsync(h.out)
+		// The parent reads only once the tap is done (5 bytes fit in the
+		// pipe), so what FIONREAD saw during Observe was not read yet.
 		h.wait()
+		out := readAllAsync(h.out)
 		if got := string(<-out); got != "ping\n" {
 			t.Fatalf("forwarded %q", got)
 		}
