@@ -39,6 +39,16 @@ func (p *peer) send(line string) {
 	}
 }
 
+// recvPast reads frames until one whose method is not method, and returns
+// it with the number of frames read past.
+func (p *peer) recvPast(method string) (r map[string]any, n int) {
+	p.t.Helper()
+	for r = p.recv(); r["method"] == method; r = p.recv() {
+		n++
+	}
+	return r, n
+}
+
 // recv reads one line (with a generous deadline so a bug fails instead of hanging).
 func (p *peer) recv() map[string]any {
 	p.t.Helper()
@@ -95,28 +105,14 @@ func TestChildACPRemapsIDsBothWays(t *testing.T) {
 		t.Fatalf("session/new answer: %v", r)
 	}
 	p.send(`{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"prompt":[{"text":"Hello, agent!","type":"text"}],"sessionId":"` + sess + `"}}`)
-	updates := 0
-	for {
-		r = p.recv()
-		if r["method"] == "session/update" {
-			updates++
-			continue
-		}
-		break
-	}
+	r, updates := p.recvPast("session/update")
 	if updates != 6 || r["method"] != "session/request_permission" || jsonOf(r["id"]) != "1" {
 		t.Fatalf("after %d updates want the recorded permission request with the recorded id 1, got %v", updates, r)
 	}
 	// The answer is matched by the id the fake child issued.
 	p.send(`{"jsonrpc":"2.0","id":1,"result":{"outcome":{"optionId":"allow","outcome":"selected"}}}`)
-	for {
-		r = p.recv()
-		if r["method"] == "session/update" {
-			updates++
-			continue
-		}
-		break
-	}
+	r, n := p.recvPast("session/update")
+	updates += n
 	if updates != 8 || jsonOf(r["id"]) != "7" || jsonOf(r["result"]) != `{"stopReason":"end_turn"}` {
 		t.Fatalf("prompt answer: %v (updates %d)", r, updates)
 	}
