@@ -90,6 +90,26 @@ func TestCassetteSizeBreakdown(t *testing.T) {
 	}
 	chunks, total := benchChunks(t, envInt("RPCTAP_SIZE_MB", 8)<<20)
 	t.Run("agent-mix", func(t *testing.T) { sizeBreakdown(t, chunks, total) })
+	if path := os.Getenv("RPCTAP_SIZE_CAPTURE"); path != "" {
+		// A session's bytes saved by bench/wire --save-capture DIR (both
+		// directions in the order the parent saw them; all recorded here
+		// as one direction).
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cap []tap.Chunk
+		var n int64
+		for _, l := range bytes.SplitAfter(data, []byte("\n")) {
+			for len(l) > 0 {
+				k := min(len(l), 64<<10)
+				cap = append(cap, tap.Chunk{Stream: tap.Stdout, Seq: uint64(len(cap) + 1), Data: l[:k]})
+				n += int64(k)
+				l = l[k:]
+			}
+		}
+		t.Run("capture", func(t *testing.T) { sizeBreakdown(t, cap, n) })
+	}
 	var traffic []byte
 	files, _ := filepath.Glob(filepath.Join("..", "..", "shared", "traffic", "*.*"))
 	for _, f := range files {
