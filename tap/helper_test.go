@@ -147,9 +147,21 @@ type collector struct {
 	lastSeq map[[2]int]uint64 // per connection and stream
 	seqs    map[uint64]bool
 	events  []Event
+	log     []logEntry // every Observe and Event, in call order
 	closes  int
 	errs    []string
 	observe func(c Chunk) // optional hook, called first
+}
+
+// logEntry is one observer call: a chunk (without its bytes, but for short
+// ones) or an event.
+type logEntry struct {
+	event  bool
+	kind   string // event kind
+	stream Stream
+	seq    uint64
+	t      int64
+	data   string // a chunk's bytes, up to 64
 }
 
 func newCollector() *collector {
@@ -177,6 +189,7 @@ func (o *collector) Observe(c Chunk) {
 	}
 	o.seqs[c.Seq] = true
 	o.lastSeq[key] = c.Seq
+	o.log = append(o.log, logEntry{stream: c.Stream, seq: c.Seq, t: c.T, data: string(c.Data[:min(len(c.Data), 64)])})
 	o.counts[c.Stream] += int64(len(c.Data))
 	if !o.discard {
 		o.data[c.Stream].Write(c.Data)
@@ -190,6 +203,7 @@ func (o *collector) Event(e Event) {
 		o.errs = append(o.errs, "Event after Close: "+e.Kind)
 	}
 	o.events = append(o.events, e)
+	o.log = append(o.log, logEntry{event: true, kind: e.Kind, seq: e.Seq, t: e.T})
 }
 
 func (o *collector) Close() error {

@@ -3,10 +3,12 @@ package tap
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"io"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -446,4 +448,84 @@ func TestObserveOrder(t *testing.T) {
 			t.Errorf("after forwarding: the parent could read %d bytes during Observe, want 5", pending[0])
 		}
 	}
+}
+
+// Events take their place in the read order: stdin-eof is handed to the
+// observer before anything the child wrote in answer to the EOF, every chunk
+// observed before an event has a Seq no greater than the event's (with
+// ObserveFirst, every chunk observed after it a greater one), exit comes
+// last, after the drained output, and T never decreases along that order.
+func TestEventOrder(t *testing.T) {
+	for _, first := range []bool{false, true} {
+		h := startTap(t, func(c *Cmd) { c.ObserveFirst = first }, "ignore-eof")
+		h.in.Write([]byte("ping\n"))
+		h.in.Close()
+		line, err := bufio.NewReader(h.out).ReadString('\n')
+		if err != nil || line != "eof\n" {
+			t.Fatalf("read %q, %v", line, err)
+		}
+		h.cmd.Process.Kill()
+		out := readAllAsync(h.out)
+		h.wait()
+		<-out
+		o := h.obs
+		o.mu.Lock()
+		log := slices.Clone(o.log)
+		errs := o.errs
+		o.mu.Unlock()
+		if len(errs) > 0 {
+			t.Fatalf("ObserveFirst=%v: %v", first, errs)
+		}
+		eof := slices.IndexFunc(log, func(e logEntry) bool { return e.event && e.kind == "stdin-eof" })
+		reply := slices.IndexFunc(log, func(e logEntry) bool { return !e.event && e.data == "eof\n" })
+		if eof < 0 || reply < 0 {
+			t.Fatalf("ObserveFirst=%v: no stdin-eof event or no reply chunk: %+v", first, log)
+		}
+		if reply < eof || log[reply].seq <= log[eof].seq || log[reply].t < log[eof].t {
+			t.Errorf("ObserveFirst=%v: the child's answer to the EOF (%+v) is not after stdin-eof (%+v)", first, log[reply], log[eof])
+		}
+		var maxSeq uint64
+		var maxT int64
+		for i, e := range log {
+			if !e.event {
+				maxSeq, maxT = max(maxSeq, e.seq), max(maxT, e.t)
+				continue
+			}
+			for _, c := range log[:i] {
+				if !c.event && c.seq > e.seq {
+					t.Errorf("ObserveFirst=%v: chunk %d observed before event %s at Seq %d", first, c.seq, e.kind, e.seq)
+				}
+			}
+			for _, c := range log[i+1:] {
+				if first && !c.event && c.seq <= e.seq {
+					t.Errorf("ObserveFirst=%v: chunk %d observed after event %s at Seq %d", first, c.seq, e.kind, e.seq)
+				}
+			}
+		}
+		last := log[len(log)-1]
+		if !last.event || last.kind != "exit" || last.seq != maxSeq || last.t < maxT {
+			t.Errorf("ObserveFirst=%v: last observer call %+v, want exit at Seq %d, T >= %d", first, last, maxSeq, maxT)
+		}
+		// T along the read order: chunks by Seq, an event after the chunk
+		// whose Seq it carries.
+		ordered := slices.Clone(log)
+		slices.SortStableFunc(ordered, func(a, b logEntry) int {
+			if a.seq != b.seq {
+				return cmp.Compare(a.seq, b.seq)
+			}
+			return cmp.Compare(btoi(a.event), btoi(b.event))
+		})
+		for i := 1; i < len(ordered); i++ {
+			if ordered[i].t < ordered[i-1].t {
+				t.Errorf("ObserveFirst=%v: T decreases from %+v to %+v", first, ordered[i-1], ordered[i])
+			}
+		}
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
