@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/testpeers"
 )
 
 // peer drives a fake child the way a parent would.
@@ -206,7 +207,7 @@ func TestChildNotStrictStillReports(t *testing.T) {
 func TestChildWindowAllowsOutOfOrderRequests(t *testing.T) {
 	b := fromTrafficSequential(t, "mcp-go-everything", "mcp")
 	p := startPeer(t, b.end(), WithSpeed(0))
-	in := readLines(t, sharedDir(t)+"/traffic/mcp-go-everything.in")
+	in, _ := testpeers.Traffic(t, "mcp-go-everything")
 	p.send(string(in[0]))
 	if r := p.recv(); jsonOf(r["id"]) != "1" {
 		t.Fatal(r)
@@ -229,7 +230,7 @@ func TestChildWindowAllowsOutOfOrderRequests(t *testing.T) {
 func TestChildWindowOneForcesRecordedOrder(t *testing.T) {
 	b := fromTrafficSequential(t, "mcp-go-everything", "mcp")
 	p := startPeer(t, b.end(), WithSpeed(0), WithWindow(1))
-	in := readLines(t, sharedDir(t)+"/traffic/mcp-go-everything.in")
+	in, _ := testpeers.Traffic(t, "mcp-go-everything")
 	p.send(string(in[0]))
 	p.recv()
 	p.send(string(in[2]))
@@ -241,7 +242,7 @@ func TestChildWindowOneForcesRecordedOrder(t *testing.T) {
 func TestChildPiIDsAndTextLines(t *testing.T) {
 	b := fromTrafficBatch(t, "pi-rpc", "pi")
 	p := startPeer(t, b.end(), WithSpeed(0))
-	in := readLines(t, sharedDir(t)+"/traffic/pi-rpc.in")
+	in, _ := testpeers.Traffic(t, "pi-rpc")
 	for _, l := range in {
 		p.send(strings.Replace(string(l), `"id":"`, `"id":"live-`, 1))
 	}

@@ -1,14 +1,11 @@
 package viewer
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/testpeers"
 )
 
 const ms = int64(1e6)
@@ -103,20 +100,13 @@ func acpSession() []cassette.Record {
 // It skips the test when ../shared is not beside the checkout.
 func trafficRecords(t testing.TB, name string) []cassette.Record {
 	t.Helper()
-	dir := filepath.Join("..", "..", "shared", "traffic")
-	in, err1 := os.ReadFile(filepath.Join(dir, name+".in"))
-	out, err2 := os.ReadFile(filepath.Join(dir, name+".out"))
-	if err1 != nil || err2 != nil {
-		t.Skipf("needs ../shared/traffic/%s.{in,out} beside the checkout: %v %v", name, err1, err2)
-	}
-	lines := func(b []byte, d cassette.Dir) []cassette.Record {
+	in, out := testpeers.Traffic(t, name)
+	lines := func(ls [][]byte, d cassette.Dir) []cassette.Record {
 		var rs []cassette.Record
-		sc := bufio.NewScanner(bytes.NewReader(b))
-		sc.Buffer(nil, 64<<20)
-		for sc.Scan() {
-			r := cassette.Record{K: cassette.KindFrame, D: d, JSON: json.RawMessage(bytes.Clone(sc.Bytes())), EOL: "\n"}
+		for _, l := range ls {
+			r := cassette.Record{K: cassette.KindFrame, D: d, JSON: json.RawMessage(l), EOL: "\n"}
 			if !json.Valid(r.JSON) {
-				r.JSON, r.Text, r.HasText = nil, sc.Text(), true
+				r.JSON, r.Text, r.HasText = nil, string(l), true
 			}
 			guess(&r)
 			rs = append(rs, r)

@@ -73,23 +73,8 @@ func run(t *testing.T, dir, stdin string, argv ...string) runResult {
 
 func haveRecord() bool { _, ok := commands["record"]; return ok }
 
-func sharedTraffic(t *testing.T, name string) (in, out []string) {
-	t.Helper()
-	dir, _ := filepath.Abs(filepath.Join("..", "..", "..", "shared", "traffic"))
-	read := func(p string) []string {
-		b, err := os.ReadFile(filepath.Join(dir, p))
-		if err != nil {
-			t.Skip("needs ../shared/traffic beside the checkout")
-		}
-		return strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	}
-	return read(name + ".in"), read(name + ".out")
-}
-
-// trafficCassette writes the acp-go capture (recorded from the same SDK
-// example client and agent) as a cassette.
 func trafficCassette(t *testing.T, dir string) string {
-	in, out := sharedTraffic(t, "acp-go")
+	in, out := testpeers.TrafficStrings(t, "acp-go")
 	b := replaytest.New("acp").Event("start").Stderr("example agent: ready").Interleave(in, out)
 	b.Stderr("example agent: done").Event("stdin-eof").Exit(0)
 	p := filepath.Join(dir, "acp-go.cassette")
@@ -415,7 +400,7 @@ func TestDiffCLI(t *testing.T) {
 	testpeers.Dir(t)
 	dir := t.TempDir()
 	a := trafficCassette(t, dir)
-	in, out := sharedTraffic(t, "acp-go")
+	in, out := testpeers.TrafficStrings(t, "acp-go")
 	out2 := append([]string(nil), out...)
 	out2[len(out2)-1] = strings.Replace(out2[len(out2)-1], "end_turn", "cancelled", 1)
 	b := filepath.Join(dir, "b.cassette")
