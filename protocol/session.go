@@ -21,7 +21,7 @@ func (s *Session) Protocol() Protocol { return s.p }
 // Frame classifies and validates one frame. rec is the frame's cassette
 // record number, copied into every violation returned.
 func (s *Session) Frame(rec uint64, dir Dir, frame []byte) (Info, []Violation) {
-	return s.state.frame(rec, dir, frame, false)
+	return s.state.frame(rec, dir, frame, false, nil)
 }
 
 // FrameValidJSON is Frame for a frame the caller has already found to be
@@ -30,7 +30,15 @@ func (s *Session) Frame(rec uint64, dir Dir, frame []byte) (Info, []Violation) {
 // pass. The verdicts are Frame's; passing a frame that is not valid JSON
 // gives unspecified (but never panicking) results.
 func (s *Session) FrameValidJSON(rec uint64, dir Dir, frame []byte) (Info, []Violation) {
-	return s.state.frame(rec, dir, frame, true)
+	return s.state.frame(rec, dir, frame, true, nil)
+}
+
+// FrameClassified is FrameValidJSON for a caller that has also classified
+// the frame already: info must be what s.Protocol().Classify(dir, frame)
+// returned (the recorder classifies every frame for its record and hands the
+// answer on), so the session does not classify it a second time.
+func (s *Session) FrameClassified(rec uint64, dir Dir, frame []byte, info Info) (Info, []Violation) {
+	return s.state.frame(rec, dir, frame, true, &info)
 }
 
 // End reports what is still wrong when the session ends: requests never

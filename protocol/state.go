@@ -152,7 +152,7 @@ func newSessionState(p Protocol) sessionState {
 	return s
 }
 
-func (s *sessionState) frame(rec uint64, dir Dir, frame []byte, validJSON bool) (Info, []Violation) {
+func (s *sessionState) frame(rec uint64, dir Dir, frame []byte, validJSON bool, pre *Info) (Info, []Violation) {
 	var vs []Violation
 	add := func(code string, sev Severity, format string, a ...any) {
 		vs = append(vs, Violation{Code: code, Severity: sev, Message: fmt.Sprintf(format, a...)})
@@ -188,7 +188,12 @@ func (s *sessionState) frame(rec uint64, dir Dir, frame []byte, validJSON bool) 
 			}
 		}
 	}
-	info := s.p.Classify(dir, frame)
+	var info Info
+	if pre != nil {
+		info = *pre
+	} else {
+		info = s.p.Classify(dir, frame)
+	}
 
 	// Handshake.
 	if s.hs != nil && s.hsDir[dir] {

@@ -240,8 +240,9 @@ func TestInterning(t *testing.T) {
 	}
 }
 
-// TestFrameValidJSON: a Session told that a frame is valid JSON gives the
-// same verdicts as one that checks the syntax itself, for every protocol on
+// TestFrameValidJSON: a Session told that a frame is valid JSON (and, every
+// other frame, given its classification) gives the same verdicts as one that
+// checks the syntax and classifies itself, for every protocol on
 // every captured frame that is valid JSON (non-JSON frames go to Frame, as
 // the recorder does).
 func TestFrameValidJSON(t *testing.T) {
@@ -268,7 +269,11 @@ func TestFrameValidJSON(t *testing.T) {
 				var ib Info
 				var vb []Violation
 				if json.Valid(f.Frame) {
-					ib, vb = b.FrameValidJSON(uint64(i+1), f.Dir, f.Frame)
+					if i%2 == 0 {
+						ib, vb = b.FrameValidJSON(uint64(i+1), f.Dir, f.Frame)
+					} else {
+						ib, vb = b.FrameClassified(uint64(i+1), f.Dir, f.Frame, p.Classify(f.Dir, f.Frame))
+					}
 					compared++
 				} else {
 					ib, vb = b.Frame(uint64(i+1), f.Dir, f.Frame)

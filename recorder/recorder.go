@@ -146,8 +146,10 @@ type Recorder struct {
 	detFrames  []valJob // frames seen before the protocol was known (for the validator)
 	proto      protocol.Protocol
 	protoName  string
-	classifyOK bool // false after Classify panicked
-	validating bool // the validator goroutine is being fed
+	classifyOK bool          // false after Classify panicked
+	rawInfo    protocol.Info // the last Classify answer, before the response-method fill-in
+	rawInfoOK  bool          // rawInfo is for the line being written
+	validating bool          // the validator goroutine is being fed
 	valStopped bool
 	redactor   redactor
 	lastT      int64 // T of the latest chunk written
@@ -200,6 +202,10 @@ type valJob struct {
 	frame []byte
 	end   bool // the connection closed: run its session-end checks
 	valid bool // frame is valid JSON (cassette.Verbatim said so): the Session skips its syntax pass
+	// info is the protocol's Classify answer for frame (when hasInfo): the
+	// Session does not classify again.
+	info    protocol.Info
+	hasInfo bool
 }
 
 type validationResult struct {

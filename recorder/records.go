@@ -109,6 +109,7 @@ func (r *Recorder) line(conn int, stream tap.Stream, t int64, payload []byte, eo
 	// known once it was appended.
 	var info protocol.Info
 	validate, keep := false, false
+	r.rawInfoOK = false
 	if !part {
 		info, validate, keep = r.judge(conn, t, dir, payload)
 	}
@@ -135,7 +136,11 @@ func (r *Recorder) line(conn int, stream tap.Stream, t int64, payload []byte, eo
 	}
 	switch {
 	case validate:
-		r.queueValidation(valJob{conn: conn, n: r.rec.N, dir: dir, frame: r.valCopy(payload), valid: verbatim})
+		// The validator's Session gets the protocol's own classification
+		// (before the response-method fill-in) when the frame is valid
+		// JSON, so it neither checks the syntax nor classifies again.
+		r.queueValidation(valJob{conn: conn, n: r.rec.N, dir: dir, frame: r.valCopy(payload), valid: verbatim,
+			info: r.rawInfo, hasInfo: verbatim && r.rawInfoOK})
 	case keep:
 		r.detFrames = append(r.detFrames, valJob{conn: conn, n: r.rec.N, dir: dir, frame: bytes.Clone(payload), valid: verbatim})
 	}
@@ -225,6 +230,7 @@ func (r *Recorder) classifyBy(p protocol.Protocol, conn int, dir protocol.Dir, f
 			}
 		}()
 		info = p.Classify(dir, frame)
+		r.rawInfo, r.rawInfoOK = info, true
 	}()
 	if info.ID == "" {
 		return info
@@ -365,9 +371,12 @@ func (r *Recorder) validateOne(sessions map[int]*protocol.Session, j valJob) (v 
 		s = protocol.NewSession(r.proto)
 		sessions[j.conn] = s
 	}
-	if j.valid {
+	switch {
+	case j.hasInfo:
+		_, v = s.FrameClassified(j.n, j.dir, j.frame, j.info)
+	case j.valid:
 		_, v = s.FrameValidJSON(j.n, j.dir, j.frame)
-	} else {
+	default:
 		_, v = s.Frame(j.n, j.dir, j.frame)
 	}
 	return v, ""
