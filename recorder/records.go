@@ -123,7 +123,7 @@ func (r *Recorder) line(conn int, stream tap.Stream, t int64, payload []byte, eo
 	// One syntax pass per frame: its answer picks the payload form and
 	// spares the validator's Session its own json.Valid.
 	verbatim := cassette.Verbatim(payload)
-	if out, changed := r.redact(payload); changed {
+	if out, changed := r.redactFrame(payload, verbatim); changed {
 		r.rec.SetPayload(out)
 		r.rec.Redacted = true
 	} else {

@@ -6,11 +6,15 @@ import "github.com/rpctap/rpctap/redact"
 // session is never altered: only the copy in the cassette.
 type redactor interface {
 	redact(line []byte) (out []byte, changed bool)
+	// redactJSON is redact for a line already found to be valid JSON.
+	redactJSON(line []byte) (out []byte, changed bool)
 }
 
 type redactAdapter struct{ r *redact.Redactor }
 
 func (a redactAdapter) redact(line []byte) ([]byte, bool) { return a.r.Line(line) }
+
+func (a redactAdapter) redactJSON(line []byte) ([]byte, bool) { return a.r.LineJSON(line) }
 
 // newRedactor builds the redactor for opts: the redact package's default
 // rules plus opts.Keys, or nil when redaction is off.
@@ -26,6 +30,19 @@ func newRedactor(opts RedactOptions) redactor {
 func (r *Recorder) redact(payload []byte) ([]byte, bool) {
 	if r.redactor == nil {
 		return payload, false
+	}
+	return r.redactor.redact(payload)
+}
+
+// redactFrame is redact for a frame whose JSON validity the recorder has
+// already checked (verbatim: valid JSON, valid UTF-8, nothing around it),
+// so the redactor need not check it again.
+func (r *Recorder) redactFrame(payload []byte, verbatim bool) ([]byte, bool) {
+	if r.redactor == nil {
+		return payload, false
+	}
+	if verbatim {
+		return r.redactor.redactJSON(payload)
 	}
 	return r.redactor.redact(payload)
 }

@@ -148,18 +148,27 @@ func Normalize(k string) string {
 // anything was replaced. A valid JSON frame stays valid JSON; a frame that
 // was not valid JSON does not become valid.
 func (r *Redactor) Line(line []byte) ([]byte, bool) {
-	out, applied, _ := r.line(line)
+	out, applied, _ := r.line(line, false)
+	return out, len(applied) > 0
+}
+
+// LineJSON is Line for a frame the caller has already found to be valid
+// JSON (the recorder checks every frame once); it skips Line's own syntax
+// pass, which otherwise runs on every frame that mentions a secret-like
+// word. Given a frame that is not valid JSON its result is unspecified.
+func (r *Redactor) LineJSON(line []byte) ([]byte, bool) {
+	out, applied, _ := r.line(line, true)
 	return out, len(applied) > 0
 }
 
 // line is Line, also returning the spans of line that were replaced and
 // whether the line was treated as JSON (tests check that every other byte
 // is unchanged).
-func (r *Redactor) line(line []byte) (out []byte, applied []span, isJSON bool) {
+func (r *Redactor) line(line []byte, knownJSON bool) (out []byte, applied []span, isJSON bool) {
 	if !r.Enabled() || !r.noFast && !r.candidate(line) {
 		return line, nil, false
 	}
-	if !json.Valid(line) {
+	if !knownJSON && !json.Valid(line) {
 		out, applied = redactBearer(line)
 		return out, applied, false
 	}
