@@ -308,7 +308,7 @@ func (o *PipeObserver) Event(e tap.Event) {
 	if err != nil {
 		return
 	}
-	h := msgHeader{typ: msgEvent, stream: uint8(e.Stream % 3), conn: uint32(e.Conn), seq: o.maxSeq.Load(), t: e.T}
+	h := msgHeader{typ: msgEvent, stream: uint8(e.Stream % 3), conn: uint32(e.Conn), seq: max(e.Seq, o.maxSeq.Load()), t: e.T}
 	o.ctl.mu.Lock()
 	err = o.ctl.write(&h, payload, true)
 	if err == nil {

@@ -334,12 +334,14 @@ func (r *Recorder) dropChunk(it item) {
 }
 
 // Event queues a process or connection event. It is written after every
-// chunk that was handed to Observe before it.
+// chunk that was handed to Observe before it, and after every chunk the tap
+// read before it (e.Seq), even if that chunk reaches Observe later (the
+// forward-then-observe mode).
 func (r *Recorder) Event(e tap.Event) {
 	if r.failed.Load() {
 		return
 	}
-	r.enqueueEvent(e, r.maxSeq.Load())
+	r.enqueueEvent(e, max(e.Seq, r.maxSeq.Load()))
 }
 
 func (r *Recorder) enqueueEvent(e tap.Event, after uint64) {
