@@ -13,6 +13,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+
+	"github.com/rpctap/rpctap/internal/jsonscan"
 )
 
 // forEachMember calls fn for each member of the JSON object in b, in order,
@@ -64,95 +66,19 @@ func forEachMember(b []byte, fn func(key, val []byte) bool) bool {
 	}
 }
 
-func skipWS(b []byte, i int) int {
-	for i < len(b) {
-		switch b[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
+// The byte-level scanning is shared with replay and redact
+// (internal/jsonscan); these names keep the protocol code short.
 
-// skipString returns the index just past the string starting at b[i] == '"'.
-// It jumps from quote to quote with a vectorised search; a quote preceded by
-// an odd run of backslashes is escaped and the search goes on after it. So
-// each byte is looked at about once however many escapes the string holds
-// (searching for the quote again after every escape made escape-dense text,
-// such as source code with a \n on every line, quadratic between quotes).
-func skipString(b []byte, i int) (int, bool) {
-	i++
-	for i <= len(b) {
-		j := bytes.IndexByte(b[i:], '"')
-		if j < 0 {
-			return 0, false
-		}
-		q := i + j
-		k := q
-		for k > i && b[k-1] == '\\' {
-			k--
-		}
-		if (q-k)%2 == 0 {
-			return q + 1, true
-		}
-		i = q + 1
-	}
-	return 0, false
-}
+func skipWS(b []byte, i int) int { return jsonscan.SkipWS(b, i) }
 
-// skipValue returns the index just past the value starting at b[i]. Nested
-// objects and arrays are skipped by counting brackets outside strings; the
-// contents are not validated.
-func skipValue(b []byte, i int) (int, bool) {
-	if i >= len(b) {
-		return 0, false
-	}
-	switch c := b[i]; c {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for i < len(b) {
-			switch b[i] {
-			case '"':
-				e, ok := skipString(b, i)
-				if !ok {
-					return 0, false
-				}
-				i = e
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1, true
-				}
-			}
-			i++
-		}
-		return 0, false
-	default:
-		// number, true, false, null: up to the next delimiter
-		s := i
-		for i < len(b) {
-			switch b[i] {
-			case ',', '}', ']', ' ', '\t', '\n', '\r':
-				if i == s {
-					return 0, false
-				}
-				return i, true
-			}
-			i++
-		}
-		if i == s {
-			return 0, false
-		}
-		return i, true
-	}
-}
+// skipString returns the index just past the string starting at b[i] == '"'
+// (linear however many escapes it holds).
+func skipString(b []byte, i int) (int, bool) { return jsonscan.SkipString(b, i) }
+
+// skipValue returns the index just past the value starting at b[i]; nested
+// objects and arrays are skipped by counting brackets outside strings, and
+// their contents are not validated.
+func skipValue(b []byte, i int) (int, bool) { return jsonscan.SkipValue(b, i) }
 
 // rawString returns the Go string of a raw JSON string value. Strings with
 // no escapes are converted directly; others go through json.Unmarshal. ok is false when raw is not a JSON string.

@@ -436,37 +436,6 @@ func (c *checker) members(raw []byte) (robj, bool) {
 	return robj(all[start:len(all):len(all)]), true
 }
 
-// forEachElem calls fn for each element of a raw JSON array.
-func forEachElem(raw []byte, fn func(i int, v []byte)) bool {
-	i := skipWS(raw, 0)
-	if i >= len(raw) || raw[i] != '[' {
-		return false
-	}
-	i = skipWS(raw, i+1)
-	if i < len(raw) && raw[i] == ']' {
-		return true
-	}
-	for n := 0; ; n++ {
-		e, ok := skipValue(raw, i)
-		if !ok {
-			return false
-		}
-		fn(n, raw[i:e])
-		i = skipWS(raw, e)
-		if i >= len(raw) {
-			return false
-		}
-		switch raw[i] {
-		case ',':
-			i = skipWS(raw, i+1)
-		case ']':
-			return true
-		default:
-			return false
-		}
-	}
-}
-
 func isNullRaw(v []byte) bool { return string(v) == "null" }
 
 // rawIsInt reports whether raw is the integer n (written without fraction
@@ -590,7 +559,7 @@ func (c *checker) value(v []byte, t *vt, ptr, what string) {
 		if t.elem.kind == vAny {
 			return
 		}
-		forEachElem(v, func(i int, e []byte) {
+		forEachElement(v, func(i int, e []byte) {
 			if scalarOK(e, t.elem) {
 				return
 			}
