@@ -44,7 +44,7 @@ var ForwardedSignals = []os.Signal{
 // The child's three pipes are made with os.Pipe and given to the child as
 // files, so os/exec starts no copy goroutines of its own (whose Wait would
 // hang while the parent's stdin stays open). The tap runs exactly one
-// goroutine per stream (stdinPump, stdoutPump, stderrPump), one reaper that
+// goroutine per stream (stdinPump, and a childOutputPump each for stdout and stderr), one reaper that
 // starts and waits for the child, and Wait's own loop.
 //
 // # Process group and signals
@@ -68,7 +68,7 @@ var ForwardedSignals = []os.Signal{
 //
 // # Deadlocks
 //
-//   - A parent that stops reading stalls stdoutPump in its write, which
+//   - A parent that stops reading stalls the stdout pump in its write, which
 //     stops it reading the child's stdout, which blocks the child's writes:
 //     backpressure, as with a plain pipe. Likewise for stdin and stderr.
 //   - An Observer whose Observe blocks stalls that stream (that is how a
@@ -148,7 +148,7 @@ type Cmd struct {
 	outR    *rawFD  // our end of the child's stdout
 	errR    *rawFD  // our end of the child's stderr
 	cutIn   *cutter // cuts stdinPump loose (the child exited)
-	cutOut  *cutter // cuts stdoutPump and stderrPump loose (the grace ran out)
+	cutOut  *cutter // cuts the stdout and stderr pumps loose (the grace ran out)
 	sigc    chan os.Signal
 	exitc   chan reaped
 	tty     *os.File
@@ -277,7 +277,7 @@ func (c *Cmd) Start() (err error) {
 	if c.cutIn, err = newCutter(2); err != nil { // stdinPump, Wait
 		return fmt.Errorf("tap: %w", err)
 	}
-	if c.cutOut, err = newCutter(3); err != nil { // stdoutPump, stderrPump, Wait
+	if c.cutOut, err = newCutter(3); err != nil { // the stdout and stderr pumps, Wait
 		c.cutIn.release()
 		c.cutIn.release()
 		return fmt.Errorf("tap: %w", err)
@@ -390,8 +390,8 @@ func (c *Cmd) Start() (err error) {
 	c.pumpsIn = make(chan struct{})
 	c.pumpsOE.Add(2)
 	go (&stdinPump{pump{s: c.s, stream: Stdin, src: c.in.rawFD, dst: c.inW}, c.in, c.pumpsIn, c.cutIn}).run()
-	go (&stdoutPump{pump{s: c.s, stream: Stdout, src: c.outR, dst: c.out.rawFD}, c.out, &c.pumpsOE, c.cutOut}).run()
-	go (&stderrPump{pump{s: c.s, stream: Stderr, src: c.errR, dst: c.errOut.rawFD}, c.errOut, &c.pumpsOE, c.cutOut}).run()
+	go (&childOutputPump{pump{s: c.s, stream: Stdout, src: c.outR, dst: c.out.rawFD}, c.out, &c.pumpsOE, c.cutOut}).run()
+	go (&childOutputPump{pump{s: c.s, stream: Stderr, src: c.errR, dst: c.errOut.rawFD}, c.errOut, &c.pumpsOE, c.cutOut}).run()
 	return nil
 }
 

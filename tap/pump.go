@@ -129,39 +129,23 @@ func (p *stdinPump) run() {
 	p.parent.close()
 }
 
-// stdoutPump copies the child's stdout to the parent's stdout. It ends at
-// the child's EOF (the child and every process that inherited its stdout
-// closed it), or when Wait cuts it loose after the grace. If the parent
-// closes its end, the pump closes the child's stdout, so the child's next
-// write fails with EPIPE as it would on a plain pipe. When it ends it lets
-// go of the parent's stdout, which passes the child's EOF on to the parent
-// once no other descriptor of rpctap refers to it (see DetachStdio).
-type stdoutPump struct {
+// childOutputPump copies one of the child's output streams to ours: its
+// stdout to the parent's stdout (the "stdout pump") or its stderr to
+// rpctap's stderr (the "stderr pump"); both behave the same. It ends at the
+// child's EOF (the child and every process that inherited the stream closed
+// it), or when Wait cuts it loose after the grace. If the reader of our end
+// goes away, the pump closes the child's end, so the child's next write
+// fails with EPIPE as it would on a plain pipe. When it ends it lets go of
+// our end, which passes the child's EOF on to the parent once no other
+// descriptor of rpctap refers to it (see DetachStdio).
+type childOutputPump struct {
 	pump
 	parent *parentEnd
 	wg     *sync.WaitGroup
 	cut    *cutter
 }
 
-func (p *stdoutPump) run() {
-	defer p.wg.Done()
-	defer p.cut.release()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	p.copy()
-	p.src.(*rawFD).close()
-	p.parent.close()
-}
-
-// stderrPump copies the child's stderr to rpctap's stderr, like stdoutPump.
-type stderrPump struct {
-	pump
-	parent *parentEnd
-	wg     *sync.WaitGroup
-	cut    *cutter
-}
-
-func (p *stderrPump) run() {
+func (p *childOutputPump) run() {
 	defer p.wg.Done()
 	defer p.cut.release()
 	runtime.LockOSThread()
