@@ -199,12 +199,7 @@ func (d *fdec) field(key string, w *wire) bool {
 	case "msg":
 		return d.str(&w.Msg)
 	case "ref":
-		if d.null() {
-			return true
-		}
-		v, ok := d.uint()
-		w.Ref = v
-		return ok
+		return d.optUint(&w.Ref)
 	case "code":
 		return d.str(&w.Code)
 	case "sev":
@@ -214,12 +209,7 @@ func (d *fdec) field(key string, w *wire) bool {
 	case "protocol":
 		return d.str(&w.Protocol)
 	case "records":
-		if d.null() {
-			return true
-		}
-		v, ok := d.uint()
-		w.Records = v
-		return ok
+		return d.optUint(&w.Records)
 	case "format":
 		return d.str(&w.Format)
 	case "version":
@@ -256,6 +246,17 @@ func (d *fdec) digits() ([]byte, bool) {
 		return nil, false
 	}
 	return d.b[start:d.i], true
+}
+
+// optUint reads an unsigned integer into *v; null leaves *v as it is (the
+// zero value encoding/json would also leave).
+func (d *fdec) optUint(v *uint64) bool {
+	if d.null() {
+		return true
+	}
+	n, ok := d.uint()
+	*v = n
+	return ok
 }
 
 func (d *fdec) uint() (uint64, bool) {
