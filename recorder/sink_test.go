@@ -203,13 +203,7 @@ func (s *session) check(t testing.TB, recs []cassette.Record) {
 func TestSinkEndToEnd(t *testing.T) {
 	s := makeSession(t, 3<<20)
 	path := filepath.Join(t.TempDir(), "s.cassette")
-	ws := &warnings{}
-	cfg := sinkConfig(path)
-	cfg.Warn = ws.add
-	o, err := StartSink(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o, ws := startTestSink(t, path, nil)
 	// The sink runs niced, in its own process group, and holds none of our
 	// standard streams.
 	pid := o.sink.cmd.Process.Pid
@@ -367,13 +361,7 @@ func TestSinkSurvivesSIGKILL(t *testing.T) {
 
 func TestSinkUnwritablePath(t *testing.T) {
 	for _, path := range []string{"/dev/full", "/etc/passwd/sub/x.cassette"} {
-		ws := &warnings{}
-		cfg := sinkConfig(path)
-		cfg.Warn = ws.add
-		o, err := StartSink(context.Background(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		o, ws := startTestSink(t, path, nil)
 		s := makeSession(t, 2<<20)
 		done := make(chan struct{})
 		go func() { s.feed(o); close(done) }()
@@ -404,15 +392,10 @@ func TestSinkValidatorPanic(t *testing.T) {
 		t.Skip("acp not registered yet")
 	}
 	path := filepath.Join(t.TempDir(), "p.cassette")
-	ws := &warnings{}
-	cfg := sinkConfig(path)
-	cfg.Warn = ws.add
-	cfg.Protocol = "acp"
-	cfg.Env = append(cfg.Env, "RPCTAP_TEST_PANIC_VALIDATOR=1")
-	o, err := StartSink(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o, ws := startTestSink(t, path, func(cfg *SinkConfig) {
+		cfg.Protocol = "acp"
+		cfg.Env = append(cfg.Env, "RPCTAP_TEST_PANIC_VALIDATOR=1")
+	})
 	s := makeSession(t, 64<<10)
 	s.feed(o)
 	o.Close()
@@ -432,14 +415,9 @@ func TestSinkValidatorPanic(t *testing.T) {
 // readable prefix.
 func TestSinkDiskFullMidSession(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "f.cassette")
-	ws := &warnings{}
-	cfg := sinkConfig(path)
-	cfg.Warn = ws.add
-	cfg.Env = append(cfg.Env, "RPCTAP_TEST_FSIZE=200000")
-	o, err := StartSink(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o, ws := startTestSink(t, path, func(cfg *SinkConfig) {
+		cfg.Env = append(cfg.Env, "RPCTAP_TEST_FSIZE=200000")
+	})
 	s := makeSession(t, 4<<20)
 	done := make(chan struct{})
 	go func() { s.feed(o); close(done) }()
@@ -480,14 +458,9 @@ func TestSinkDiskFullMidSession(t *testing.T) {
 // gaps add up to what was forwarded.
 func TestSinkLossy(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "l.cassette")
-	ws := &warnings{}
-	cfg := sinkConfig(path)
-	cfg.Warn = ws.add
-	cfg.Lossy = true
-	o, err := StartSink(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o, ws := startTestSink(t, path, func(cfg *SinkConfig) {
+		cfg.Lossy = true
+	})
 	pid := o.sink.cmd.Process.Pid
 	syscall.Kill(pid, syscall.SIGSTOP)
 	s := makeSession(t, 8<<20)
@@ -534,13 +507,7 @@ func TestSinkLossy(t *testing.T) {
 // one warning at once, and the session goes on without waiting.
 func TestSinkKilledMidSession(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "k.cassette")
-	ws := &warnings{}
-	cfg := sinkConfig(path)
-	cfg.Warn = ws.add
-	o, err := StartSink(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o, ws := startTestSink(t, path, nil)
 	s := makeSession(t, 4<<20)
 	half := len(s.chunks) / 2
 	for _, c := range s.chunks[:half] {
@@ -572,4 +539,21 @@ func TestSinkKilledMidSession(t *testing.T) {
 	if res := o.Result(); res.Done {
 		t.Errorf("result %+v claims the sink finished", res)
 	}
+}
+
+// startTestSink starts a sink writing path whose warnings are collected;
+// tune, when not nil, adjusts the configuration first.
+func startTestSink(t *testing.T, path string, tune func(*SinkConfig)) (*PipeObserver, *warnings) {
+	t.Helper()
+	ws := &warnings{}
+	cfg := sinkConfig(path)
+	cfg.Warn = ws.add
+	if tune != nil {
+		tune(&cfg)
+	}
+	o, err := StartSink(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o, ws
 }
