@@ -74,3 +74,91 @@ func TestSchemaFileErrors(t *testing.T) {
 		t.Error("missing file: no error")
 	}
 }
+
+// TestSchemaDrafts: draft 2020-12 and draft-07 schemas are accepted, with
+// references inside the file; violations point at the failing value.
+func TestSchemaDrafts(t *testing.T) {
+	for name, tc := range map[string]struct {
+		schema string
+		frame  string
+		want   []string // pointers, in order
+	}{
+		"2020-12 $defs": {
+			schema: `{"$defs":{"pos":{"type":"integer","minimum":0}},"type":"object",
+				"properties":{"n":{"$ref":"#/$defs/pos"},"m":{"$ref":"#/$defs/pos"},"s":{"type":"string"}}}`,
+			frame: `{"s":"x","n":-1,"m":-2}`,
+			want:  []string{"/m", "/n"},
+		},
+		"draft-07 definitions": {
+			schema: `{"$schema":"http://json-schema.org/draft-07/schema#","definitions":{"s":{"type":"string"}},
+				"properties":{"a":{"$ref":"#/definitions/s"},"b":{"type":"object","properties":{"c":{"$ref":"#/definitions/s"}}}}}`,
+			frame: `{"a":"ok","b":{"c":3}}`,
+			want:  []string{"/b/c"},
+		},
+		"items stop at the array": {
+			schema: `{"type":"object","properties":{"l":{"type":"array","items":{"type":"string"}}}}`,
+			frame:  `{"l":["a",3]}`,
+			want:   []string{"/l"},
+		},
+		"root keywords": {
+			schema: `{"type":"object","required":["id"],"additionalProperties":false,"properties":{"id":{},"x":{"type":"string"}}}`,
+			frame:  `{"x":1,"y":2}`,
+			want:   []string{"", "/x"},
+		},
+		"not an object": {
+			schema: `{"type":"object","properties":{"a":{},"b":{}}}`,
+			frame:  `[1]`,
+			want:   []string{""},
+		},
+	} {
+		p, err := FromSchemaFile(writeSchema(t, tc.schema))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		vs := p.Validate(FromChild, []byte(tc.frame), Info{})
+		var got []string
+		for _, v := range vs {
+			if v.Code != CodeSchemaInvalid || v.Message == "" || strings.Contains(v.Message, "\n") {
+				t.Errorf("%s: %+v", name, v)
+			}
+			got = append(got, v.Pointer)
+		}
+		if strings.Join(got, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("%s: pointers %q, want %q (%v)", name, got, tc.want, vs)
+		}
+		for range 3 { // the order is stable
+			again := p.Validate(FromChild, []byte(tc.frame), Info{})
+			if len(again) != len(vs) {
+				t.Fatalf("%s: %d violations, then %d", name, len(vs), len(again))
+			}
+			for i := range again {
+				if again[i] != vs[i] {
+					t.Errorf("%s: %+v then %+v", name, vs[i], again[i])
+				}
+			}
+		}
+	}
+}
+
+// TestSchemaRefused: what the validator cannot honour is refused when the
+// schema is loaded, in one line naming the file.
+func TestSchemaRefused(t *testing.T) {
+	for name, body := range map[string]string{
+		"draft-04":       `{"$schema":"http://json-schema.org/draft-04/schema#","type":"object"}`,
+		"remote ref":     `{"$ref":"https://example.com/s.json"}`,
+		"dangling ref":   `{"properties":{"a":{"$ref":"#/$defs/missing"}}}`,
+		"bad regexp":     `{"pattern":"("}`,
+		"wrong keywords": `{"required":"a"}`,
+	} {
+		path := writeSchema(t, body)
+		_, err := FromSchemaFile(path)
+		if err == nil {
+			t.Errorf("%s: no error", name)
+			continue
+		}
+		if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, path) {
+			t.Errorf("%s: %q", name, msg)
+		}
+	}
+}

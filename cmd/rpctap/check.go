@@ -50,7 +50,7 @@ Codes and severities: docs/protocols.md.`,
 		Flags: func(fs *pflag.FlagSet) func([]string, Stdio) error {
 			o := &checkOptions{}
 			fs.StringVar(&o.Protocol, "protocol", "", "judge with this protocol instead of detecting it ("+strings.Join(protocol.Names(), ", ")+")")
-			fs.StringVar(&o.Schema, "schema", "", "judge every frame with this JSON Schema (draft 2020-12) file")
+			fs.StringVar(&o.Schema, "schema", "", "judge every frame with this JSON Schema file (draft 2020-12 or draft-07)")
 			fs.StringVar(&o.Format, "format", "text", "report format: text or json")
 			fs.IntVar(&o.Max, "max", 20, "findings listed per code in the text report (0 = all)")
 			return func(args []string, stdio Stdio) error { return runCheck(o, args, stdio) }

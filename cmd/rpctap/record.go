@@ -95,7 +95,7 @@ missing command, 126 if CMD cannot be executed, 127 if it is not found.`,
 			fs.StringVarP(&o.Output, "output", "o", "", "write the cassette to `FILE` (must not exist)")
 			fs.StringVar(&o.Dir, "dir", "", "write a new uniquely named cassette in `DIR` (default $RPCTAP_DIR, else $XDG_STATE_HOME/rpctap/cassettes)")
 			fs.StringVar(&o.Protocol, "protocol", "", "force the protocol `NAME` instead of detecting it ("+strings.Join(protocol.Names(), ", ")+")")
-			fs.StringVar(&o.Schema, "schema", "", "validate frames against the JSON Schema in `FILE` (a protocol of your own)")
+			fs.StringVar(&o.Schema, "schema", "", "validate frames against the JSON Schema in `FILE` (draft 2020-12 or draft-07; a protocol of your own)")
 			fs.StringArrayVar(&o.Redact, "redact", nil, "also redact the values of JSON key `KEY` (repeatable)")
 			fs.BoolVar(&o.NoRedact, "no-redact", false, "record secrets as they are")
 			fs.BoolVar(&o.Lossy, "lossy", false, "never slow the session down for the recorder: drop what it cannot take and record a gap")
