@@ -88,9 +88,12 @@ func sniffACP(_ Dir, frame []byte) int {
 }
 
 // memberOf returns the raw value of key in the object raw, nil if absent.
-func memberOf(raw []byte, key string) []byte {
+func memberOf(raw []byte, key string) []byte { return memberOfIn(nil, raw, key) }
+
+// memberOfIn is memberOf skipping values through x (nil: by scanning them).
+func memberOfIn(x *frameIndex, raw []byte, key string) []byte {
 	var out []byte
-	forEachMember(raw, func(k, v []byte) bool {
+	forEachMemberIn(x, raw, func(k, v []byte) bool {
 		if string(k) == key {
 			out = v
 			return false
@@ -123,18 +126,24 @@ type rpcCatalogue struct {
 // checkerPool recycles shape checkers (their pointer and violation
 // buffers) across frames. validateRPCMethods copies the violations out
 // (append onto the envelope's) before the checker goes back.
-var checkerPool = sync.Pool{New: func() any { return &shapeChecker{ptr: make([]byte, 0, 128)} }}
+var checkerPool = sync.Pool{New: func() any { return &shapeChecker{ptr: make([]byte, 0, 128), x: &frameIndex{}} }}
 
 // validateRPCMethods checks the envelope, then params/result against the
 // catalogue.
 func validateRPCMethods(dir Dir, frame []byte, info Info, cat rpcCatalogue) []Violation {
-	vs, f := validateEnvelope(frame, envelopeOpts{})
+	c := checkerPool.Get().(*shapeChecker)
+	c.prefix, c.vs, c.ptr = cat.prefix, c.vs[:0], c.ptr[:0]
+	// One index of the frame serves the envelope scan and every level of
+	// the shape checks below it.
+	c.x.build(frame)
+	defer func() {
+		c.x.reset()
+		checkerPool.Put(c)
+	}()
+	vs, f := validateEnvelopeIn(c.x, frame, envelopeOpts{})
 	if !f.object {
 		return vs
 	}
-	c := checkerPool.Get().(*shapeChecker)
-	c.prefix, c.vs, c.ptr = cat.prefix, c.vs[:0], c.ptr[:0]
-	defer checkerPool.Put(c)
 	switch info.Kind {
 	case Request, Notification:
 		m := info.Method

@@ -30,9 +30,13 @@ func scanRPC(frame []byte) rpcFields { return scanRPCMembers(frame, false) }
 // seen), so a large params or result at the end is not walked; the fields
 // after that point are left unset. Classification uses it; validation
 // scans everything.
-func scanRPCMembers(frame []byte, early bool) rpcFields {
+func scanRPCMembers(frame []byte, early bool) rpcFields { return scanRPCMembersIn(nil, frame, early) }
+
+// scanRPCMembersIn is scanRPCMembers skipping values through x (nil: by
+// scanning them).
+func scanRPCMembersIn(x *frameIndex, frame []byte, early bool) rpcFields {
 	var f rpcFields
-	f.object = forEachMember(frame, func(k, v []byte) bool {
+	f.object = forEachMemberIn(x, frame, func(k, v []byte) bool {
 		switch string(k) {
 		case "jsonrpc":
 			f.jsonrpc = v
@@ -141,6 +145,12 @@ type envelopeOpts struct {
 // validateEnvelope checks the JSON-RPC 2.0 envelope of a frame that is
 // valid JSON. It returns the violations and the scanned fields.
 func validateEnvelope(frame []byte, opts envelopeOpts) ([]Violation, rpcFields) {
+	return validateEnvelopeIn(nil, frame, opts)
+}
+
+// validateEnvelopeIn is validateEnvelope scanning the frame through x
+// (nil: without an index).
+func validateEnvelopeIn(x *frameIndex, frame []byte, opts envelopeOpts) ([]Violation, rpcFields) {
 	var vs []Violation
 	add := func(code string, sev Severity, ptr, format string, a ...any) {
 		vs = append(vs, Violation{Code: code, Severity: sev, Pointer: ptr, Message: fmt.Sprintf(format, a...)})
@@ -150,7 +160,7 @@ func validateEnvelope(frame []byte, opts envelopeOpts) ([]Violation, rpcFields) 
 		add("jsonrpc.batch", SevError, "", "a JSON-RPC batch (array) is not accepted here; send one message per line")
 		return vs, rpcFields{}
 	}
-	f := scanRPC(frame)
+	f := scanRPCMembersIn(x, frame, false)
 	if t != "object" || !f.object {
 		add("jsonrpc.not-object", SevError, "", "a JSON-RPC message must be a JSON object, got %s", orUnknown(t))
 		return vs, f

@@ -20,7 +20,8 @@ import (
 type shapeChecker struct {
 	prefix string
 	vs     []Violation
-	ptr    []byte // JSON pointer of the value being checked
+	ptr    []byte      // JSON pointer of the value being checked
+	x      *frameIndex // skips values of the frame being checked; nil: scan
 }
 
 func (c *shapeChecker) add(kind, format string, a ...any) {
@@ -89,6 +90,12 @@ func kindOf(raw []byte) string {
 // forEachElement calls fn for each element of the JSON array raw. It
 // reports whether raw looked like a well-formed array.
 func forEachElement(raw []byte, fn func(i int, v []byte)) bool {
+	return forEachElementIn(nil, raw, fn)
+}
+
+// forEachElementIn is forEachElement skipping elements through x (nil: by
+// scanning them).
+func forEachElementIn(x *frameIndex, raw []byte, fn func(i int, v []byte)) bool {
 	i := skipWS(raw, 0)
 	if i >= len(raw) || raw[i] != '[' {
 		return false
@@ -98,7 +105,7 @@ func forEachElement(raw []byte, fn func(i int, v []byte)) bool {
 		return true
 	}
 	for n := 0; ; n++ {
-		e, ok := skipValue(raw, i)
+		e, ok := x.skip(raw, i)
 		if !ok {
 			return false
 		}
@@ -249,7 +256,7 @@ func (a arrayShape) check(c *shapeChecker, raw []byte) {
 		c.add("wrong-type", "%s must be an array, got %s", c.here(), kindOf(raw))
 		return
 	}
-	forEachElement(raw, func(i int, v []byte) {
+	forEachElementIn(c.x, raw, func(i int, v []byte) {
 		n := c.pushIndex(i)
 		a.item.check(c, v)
 		c.pop(n)
@@ -298,7 +305,7 @@ func (o *objShape) check(c *shapeChecker, raw []byte) {
 		return
 	}
 	var seen uint64 // bit i: field i present (objects here have fewer than 64 fields)
-	forEachMember(raw, func(k, v []byte) bool {
+	forEachMemberIn(c.x, raw, func(k, v []byte) bool {
 		for i := range o.fields {
 			if keyIs(k, o.fields[i].name) {
 				seen |= 1 << uint(i)
@@ -351,7 +358,7 @@ func (t *taggedShape) check(c *shapeChecker, raw []byte) {
 		c.add("wrong-type", "%s must be a %s object, got %s", c.here(), t.name, kindOf(raw))
 		return
 	}
-	tv := memberOf(raw, t.tag)
+	tv := memberOfIn(c.x, raw, t.tag)
 	n := c.push([]byte(t.tag))
 	defer c.pop(n)
 	if tv == nil {
@@ -396,7 +403,7 @@ func (a anyOfShape) describe() string { return a.name }
 func (a anyOfShape) check(c *shapeChecker, raw []byte) {
 	var best []Violation
 	for i, alt := range a.alts {
-		sub := shapeChecker{prefix: c.prefix, ptr: append([]byte(nil), c.ptr...)}
+		sub := shapeChecker{prefix: c.prefix, ptr: append([]byte(nil), c.ptr...), x: c.x}
 		alt.check(&sub, raw)
 		if len(sub.vs) == 0 {
 			return

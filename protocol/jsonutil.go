@@ -22,6 +22,12 @@ import (
 // value bytes. It stops early when fn returns false. It reports whether b
 // looked like a well-formed object up to the point where it stopped.
 func forEachMember(b []byte, fn func(key, val []byte) bool) bool {
+	return forEachMemberIn(nil, b, fn)
+}
+
+// forEachMemberIn is forEachMember skipping member values through x (nil:
+// by scanning them).
+func forEachMemberIn(x *frameIndex, b []byte, fn func(key, val []byte) bool) bool {
 	i := skipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
@@ -44,7 +50,7 @@ func forEachMember(b []byte, fn func(key, val []byte) bool) bool {
 			return false
 		}
 		i = skipWS(b, i+1)
-		ve, ok := skipValue(b, i)
+		ve, ok := x.skip(b, i)
 		if !ok {
 			return false
 		}
@@ -64,6 +70,52 @@ func forEachMember(b []byte, fn func(key, val []byte) bool) bool {
 			return false
 		}
 	}
+}
+
+// frameIndex lets the checks of one frame skip a value they have skipped
+// before (a shape checker descending into nested objects skips each member
+// value once per level) by a lookup instead of a scan: a tool result's text
+// is scanned once instead of once per level above it. Lookups answer
+// exactly what skipValue would (see jsonscan.Index).
+type frameIndex struct {
+	frame []byte
+	idx   jsonscan.Index
+	on    bool
+}
+
+// minIndexedFrame: smaller frames are walked without an index (the
+// repeated scans cost less than building it).
+const minIndexedFrame = 256
+
+// noFrameIndex turns the index off (tests compare verdicts both ways).
+var noFrameIndex bool
+
+// build indexes frame (when it is large enough to gain from it).
+func (x *frameIndex) build(frame []byte) {
+	x.frame, x.on = frame, !noFrameIndex && len(frame) >= minIndexedFrame
+	if x.on {
+		x.idx.Build(frame)
+	}
+}
+
+// reset drops the frame (the index memory is kept).
+func (x *frameIndex) reset() { x.frame, x.on = nil, false; x.idx.Reset() }
+
+// skip is skipValue(b, i). When b is a piece of the indexed frame (sliced
+// from it, so cap tells its offset) and the value at i is indexed, it is a
+// lookup; otherwise (x nil, another slice, a short string, a literal) a scan.
+func (x *frameIndex) skip(b []byte, i int) (int, bool) {
+	if x != nil && x.on && i >= 0 && i < len(b) {
+		if c := b[i]; c == '{' || c == '[' || c == '"' {
+			off := cap(x.frame) - cap(b)
+			if off >= 0 && off <= len(x.frame)-len(b) && &x.frame[off] == &b[0] {
+				if e, ok := x.idx.End(off + i); ok {
+					return e - off, true
+				}
+			}
+		}
+	}
+	return skipValue(b, i)
 }
 
 // The byte-level scanning is shared with replay and redact

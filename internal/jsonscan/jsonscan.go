@@ -86,3 +86,81 @@ func SkipValue(b []byte, i int) (int, bool) {
 		return j, j > i
 	}
 }
+
+// Index remembers where the objects, arrays and long strings of one JSON
+// text end, so that code walking the same text several times (a shape
+// checker descending into nested objects looks at each member value once
+// per level) skips a value with a lookup instead of scanning it again.
+// Build costs about one SkipValue pass over the text.
+//
+// End agrees with SkipValue (and SkipString) on every input, valid JSON or
+// not: an entry is made only where the one forward scan saw a value start,
+// and the scan from there is the one SkipValue would do. Where Index knows
+// nothing, callers scan as before.
+type Index struct {
+	start []int32 // offsets of value starts, increasing
+	end   []int32 // offset just past each value; -1: never closed
+	stack []int32 // open containers during Build (positions in start)
+}
+
+// MinIndexedString is the shortest string (quotes included) Build records;
+// shorter ones are cheaper to scan than to look up.
+const MinIndexedString = 48
+
+// Build indexes b, forgetting any earlier text. Texts longer than 2 GiB are
+// not indexed.
+func (x *Index) Build(b []byte) {
+	x.start, x.end, x.stack = x.start[:0], x.end[:0], x.stack[:0]
+	if len(b) >= 1<<31-1 {
+		return
+	}
+	for i := 0; i < len(b); {
+		switch b[i] {
+		case '"':
+			e, ok := SkipString(b, i)
+			if !ok {
+				return // unclosed: every later value start is inside it
+			}
+			if e-i >= MinIndexedString {
+				x.start = append(x.start, int32(i))
+				x.end = append(x.end, int32(e))
+			}
+			i = e
+			continue
+		case '{', '[':
+			x.stack = append(x.stack, int32(len(x.start)))
+			x.start = append(x.start, int32(i))
+			x.end = append(x.end, -1)
+		case '}', ']':
+			// SkipValue counts depth without matching bracket kinds, and
+			// so does this: a close ends the innermost open container.
+			if n := len(x.stack); n > 0 {
+				x.end[x.stack[n-1]] = int32(i + 1)
+				x.stack = x.stack[:n-1]
+			}
+		}
+		i++
+	}
+}
+
+// Reset forgets the text (keeping the memory).
+func (x *Index) Reset() { x.start, x.end, x.stack = x.start[:0], x.end[:0], x.stack[:0] }
+
+// End returns the index just past the value that starts at offset i of the
+// indexed text, if Build recorded it.
+func (x *Index) End(i int) (int, bool) {
+	s := x.start
+	lo, hi := 0, len(s)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if int(s[m]) < i {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(s) && int(s[lo]) == i && x.end[lo] >= 0 {
+		return int(x.end[lo]), true
+	}
+	return 0, false
+}

@@ -80,3 +80,54 @@ func BenchmarkSkipStringEscapeDense(b *testing.B) {
 		}
 	}
 }
+
+// TestIndexAgreesWithSkipValue: on random byte soup over JSON's structural
+// bytes (valid or not), every value end the Index knows is the one
+// SkipValue finds, and on valid JSON it knows every container.
+func TestIndexAgreesWithSkipValue(t *testing.T) {
+	alpha := []byte(`{}[]"\a,:  `)
+	long := strings.Repeat("x", MinIndexedString)
+	rng := uint64(1)
+	next := func(n int) int {
+		rng ^= rng << 13
+		rng ^= rng >> 7
+		rng ^= rng << 17
+		return int(rng % uint64(n))
+	}
+	var x Index
+	check := func(b []byte) {
+		x.Build(b)
+		for i := range b {
+			e, ok := x.End(i)
+			if !ok {
+				continue
+			}
+			want, wok := SkipValue(b, i)
+			if !wok || want != e {
+				t.Fatalf("%q at %d: Index.End = %d, SkipValue = %d %v", b, i, e, want, wok)
+			}
+		}
+	}
+	for n := 0; n < 200000; n++ {
+		b := make([]byte, next(24))
+		for i := range b {
+			b[i] = alpha[next(len(alpha))]
+		}
+		if next(4) == 0 {
+			at := next(len(b) + 1)
+			b = append(b[:at], append([]byte(`"`+long+`"`), b[at:]...)...)
+		}
+		check(b)
+	}
+	valid := []byte(`{"a":[1,{"b":"` + long + `"},[]],"c":{"d":"` + long + `\"\\"},"e":"x"}`)
+	x.Build(valid)
+	for i, c := range valid {
+		if c != '{' && c != '[' {
+			continue
+		}
+		if _, ok := x.End(i); !ok {
+			t.Fatalf("container at %d not indexed", i)
+		}
+	}
+	check(valid)
+}
