@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"time"
 )
@@ -297,6 +298,75 @@ func (rp *report) zstdLines(b *strings.Builder, w string) {
 		}
 	}
 	fmt.Fprintf(b, " a recorder must do at least zstd's work, so ÷ zstd near 1 means little else costs.\n\n")
+	rp.boundLines(b, w)
+}
+
+// inlineBound is, for one repetition of workload w, the fastest any recorder
+// that copies the bytes like cat and compresses them like zstd (nothing else)
+// could move this session on this machine: the parent and the child need
+// their own CPU too, and all of it shares runtime.NumCPU() cores, so
+//
+//	bound = min(direct MB/s, cores ÷ (parent+child CPU/MB + cat CPU/MB + zstd CPU/MB))
+//
+// It is an upper bound (perfect parallelism, no scheduling cost), measured
+// from the direct and cat sessions and the zstd run of the same repetition.
+// ok is false when one of them is missing.
+func (rp *report) inlineBound(w string, rep int) (bound, pcPerMB, catPerMB, zPerMB float64, ok bool) {
+	d, ok1 := rp.bySetup(w, "direct")[rep]
+	c, ok2 := rp.bySetup(w, "cat")[rep]
+	zs := rp.zstd[w]
+	if !ok1 || !ok2 || rep >= len(zs) || zs[rep].StreamCPUMBps <= 0 || d.ParentNs <= 0 || d.Res.Raw <= 0 || c.Res.Raw <= 0 {
+		return 0, 0, 0, 0, false
+	}
+	pcPerMB = float64(d.ParentNs+d.Res.Child.CPUNs) / 1e9 / (float64(d.Res.Raw) / 1e6)
+	catPerMB = float64(c.CPUNs) / 1e9 / (float64(c.Res.Raw) / 1e6)
+	zPerMB = 1 / zs[rep].StreamCPUMBps
+	bound = min(mbps(d.Res), float64(runtime.NumCPU())/(pcPerMB+catPerMB+zPerMB))
+	return bound, pcPerMB, catPerMB, zPerMB, true
+}
+
+// boundVs is, per repetition, the set-up's throughput ÷ inlineBound.
+func (rp *report) boundVs(w, name string) spread {
+	var v []float64
+	for rep, m := range rp.bySetup(w, name) {
+		if bound, _, _, _, ok := rp.inlineBound(w, rep); ok {
+			v = append(v, mbps(m.Res)/bound)
+		}
+	}
+	return spreadOf(v)
+}
+
+func (rp *report) boundLines(b *strings.Builder, w string) {
+	var bounds, pc, ct, z, zmbps []float64
+	for rep := range rp.zstd[w] {
+		if bound, p, c, zz, ok := rp.inlineBound(w, rep); ok {
+			bounds, pc, ct, z = append(bounds, bound), append(pc, p*1e3), append(ct, c*1e3), append(z, zz*1e3)
+			zmbps = append(zmbps, rp.zstd[w][rep].StreamMBps)
+		}
+	}
+	if len(bounds) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "The limit on this machine for a recorder that works inline: the parent and the child use %s CPU ms per MB, "+
+		"a cat-like copy %s, zstd SpeedFastest %s; on %d cores no recorder that copies and compresses the bytes while the session runs "+
+		"can move more than **%s MB/s** (the smaller of the direct pipe's own rate and cores ÷ the sum; an upper bound: perfect "+
+		"parallelism, no scheduling cost), which is %s of single-core zstd's speed.",
+		spreadOf(pc).fmt(2), spreadOf(ct).fmt(2), spreadOf(z).fmt(2), runtime.NumCPU(), spreadOf(bounds).fmt(0),
+		spreadOf(ratios(bounds, zmbps)).fmt(2))
+	for _, s := range rp.setups {
+		if len(rp.bySetup(w, s.Name)) > 0 && s.Kind == "rpctap" && !s.isReplay() {
+			fmt.Fprintf(b, " %s ÷ that limit: %s.", s.Name, rp.boundVs(w, s.Name).fmt(2))
+		}
+	}
+	fmt.Fprintf(b, "\n\n")
+}
+
+func ratios(a, b []float64) []float64 {
+	v := make([]float64, len(a))
+	for i := range a {
+		v[i] = a[i] / b[i]
+	}
+	return v
 }
 
 // cpuMBps is MB moved (both directions) per CPU second of the relay.
@@ -345,6 +415,7 @@ func (rp *report) targets(b *strings.Builder) {
 	check("record throughput ≥ 0.9 × zstd fastest, 1 core, same bytes (agent mix)", rp.zstdVs("mix", "record"), 0.9, false, 2)
 	check("  same, agent-mix stream without round trips", rp.zstdVs("mixstream", "record"), 0.9, false, 2)
 	check("  diagnostic: record's MB per CPU second ÷ zstd's (agent mix; load-independent)", rp.cpuVsZstd("mix", "record"), 0.9, false, 2)
+	check("  diagnostic: record ÷ the inline-recording limit of this machine (agent mix; see the limit under the mix table)", rp.boundVs("mix", "record"), 0.9, false, 2)
 	check("forwarding only ≥ 0.85 × cat (agent mix)", rp.ratio("mix", "fwd", "cat"), 0.85, false, 2)
 	check("  same, agent-mix stream", rp.ratio("mixstream", "fwd", "cat"), 0.85, false, 2)
 	// Peak RSS over every record session of every workload.

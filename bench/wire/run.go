@@ -12,10 +12,13 @@ import (
 
 // meas is one session of one set-up.
 type meas struct {
-	Setup    string
-	Rep      int
-	Res      *result
-	CPUNs    int64 // relay CPU (rpctap + sink, or both cats)
+	Setup string
+	Rep   int
+	Res   *result
+	CPUNs int64 // relay CPU (rpctap + sink, or both cats)
+	// ParentNs is the benchmark process's own CPU during the session (the
+	// parent's work; not measured for ping sessions, which run interleaved).
+	ParentNs int64
 	MainHWM  int64 // KiB, relay process(es)
 	SinkHWM  int64 // KiB, rpctap's children other than the bench child
 	Shared   int64 // KiB, peak with the binary's shared file pages counted once (sampled)
@@ -370,6 +373,7 @@ type openSession struct {
 	cassette string
 	temp     bool
 	watchdog *time.Timer
+	cpu0     int64 // cpuSelf() when the session started (0 for ping)
 }
 
 func (r *runner) open(s setup, w string, p params, rep int, capture *[]byte, cassette string) (*openSession, error) {
@@ -399,7 +403,11 @@ func (r *runner) open(s setup, w string, p params, rep int, capture *[]byte, cas
 	}
 	c := &parentConn{in: &lineWriter{w: l.w}, out: newLineReader(l.r), l: l, started: t0}
 	c.in.capture, c.out.capture = capture, capture
-	return &openSession{s: s, w: w, rep: rep, l: l, c: c, cassette: cassette, temp: temp,
+	var cpu0 int64
+	if interval > 0 {
+		cpu0 = cpuSelf()
+	}
+	return &openSession{s: s, w: w, rep: rep, l: l, c: c, cassette: cassette, temp: temp, cpu0: cpu0,
 		// A hung set-up must not hang the benchmark: killing its processes
 		// ends the parent's blocked read or write with an error.
 		watchdog: time.AfterFunc(sessionLimit, l.killProcs)}, nil
@@ -426,6 +434,9 @@ func (r *runner) close(o *openSession, res *result, werr error) (meas, error) {
 		cpu -= res.Child.CPUNs // the relay's rusage includes the child it reaped
 	}
 	m.Res, m.CPUNs = res, cpu
+	if o.cpu0 > 0 {
+		m.ParentNs = cpuSelf() - o.cpu0
+	}
 	m.MainHWM, m.SinkHWM, _, _ = l.mem()
 	m.Shared = l.sharedPeak()
 	r.noteStderr(w, s.Name, l.stderr())
