@@ -155,7 +155,8 @@ func (r *Redactor) Line(line []byte) ([]byte, bool) {
 // LineJSON is Line for a frame the caller has already found to be valid
 // JSON (the recorder checks every frame once); it skips Line's own syntax
 // pass, which otherwise runs on every frame that mentions a secret-like
-// word. Given a frame that is not valid JSON its result is unspecified.
+// word, and the candidate scan (it walks the frame's keys instead). Given a
+// frame that is not valid JSON its result is unspecified.
 func (r *Redactor) LineJSON(line []byte) ([]byte, bool) {
 	out, applied, _ := r.line(line, true)
 	return out, len(applied) > 0
@@ -165,7 +166,16 @@ func (r *Redactor) LineJSON(line []byte) ([]byte, bool) {
 // whether the line was treated as JSON (tests check that every other byte
 // is unchanged).
 func (r *Redactor) line(line []byte, knownJSON bool) (out []byte, applied []span, isJSON bool) {
-	if !r.Enabled() || !r.noFast && !r.candidate(line) {
+	if !r.Enabled() {
+		return line, nil, false
+	}
+	// The candidate scan looks at every byte; the walk jumps from quote to
+	// quote and looks at keys only, so on a frame known to be JSON walking
+	// straight away is cheaper than the scan (bench/wire's agent captures:
+	// 2.1-3.8 GB/s against 0.4-1.2; only frames of a few hundred bytes with
+	// many short members walk ~25 % slower than they scan). Both give the
+	// same answer: the scan only ever spares a walk that finds nothing.
+	if !r.noFast && !knownJSON && !r.candidate(line) {
 		return line, nil, false
 	}
 	if !knownJSON && !json.Valid(line) {

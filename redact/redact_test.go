@@ -257,3 +257,35 @@ func BenchmarkLineNoCandidate(b *testing.B) {
 		b.ReportMetric(float64(len(line))*float64(n)/cpu/1e6, "cpu-MB/s")
 	}
 }
+
+// TestLineJSONWalksLikeLine: LineJSON walks every valid frame (no
+// candidate scan); its answer is Line's on keys that take each of the
+// walker's key paths (short, escaped, longer than its buffer) and on the
+// rules whose decision comes after the values they hide (authenticate).
+func TestLineJSONWalksLikeLine(t *testing.T) {
+	long := strings.Repeat("Long_Key-", 9) // 81 bytes, normalizes to 63
+	r := New(Options{Keys: []string{long, "pin"}})
+	for _, in := range []string{
+		`{"` + long + `":"s1","x":1}`,
+		`{"` + long + `x":"kept"}`,
+		`{"` + strings.Repeat("a", 70) + `":{"token":"s"}}`,
+		`{"\u0074oken":"s","to\/ken":"kept","PIN":"s"}`,
+		`{"params":{"methodId":"m","key":"s","n":{"a":[1,2]}},"method":"authenticate","id":1}`,
+		`{"method":"authenticate","params":{"methodId":"m","key":"s"},"params":{"x":"s2"}}`,
+		`{"method":"authenticat","params":{"methodId":"m","key":"kept"}}`,
+		`{"headers":[{"value":"s","name":"X-Api_KEY"},{"name":"Accept","value":"kept"}]}`,
+		`{"env":{"A":"s","B":{"c":"s"}},"ENV":["K=s",{"name":"N","value":"s"}]}`,
+		`{"text":"token secret password env auth bearer abc","nested":[{"type":"text"}]}`,
+		`[{"apiKey":1e5},{"Set-Cookie":"s"},"token"]`,
+	} {
+		if !json.Valid([]byte(in)) {
+			t.Fatalf("test frame %s is not JSON", in)
+		}
+		want, wantOK := r.Line([]byte(in))
+		got, gotOK := r.LineJSON([]byte(in))
+		if !bytes.Equal(got, want) || gotOK != wantOK {
+			t.Errorf("LineJSON(%s) = %s %v, Line %s %v", in, got, gotOK, want, wantOK)
+		}
+		checkSplice(t, r, []byte(in))
+	}
+}

@@ -15,6 +15,7 @@ type walker struct {
 	b     []byte
 	r     *Redactor
 	spans []span
+	kbuf  [64]byte // the normalized key being looked at
 }
 
 // context of a value: what its container says about it.
@@ -81,6 +82,28 @@ func key(raw []byte) string {
 	return Normalize(s)
 }
 
+// key is the package's key for the raw JSON string raw, normalized into
+// the walker's buffer when it has no escapes (no allocation: the result is
+// only compared and used as a map key, and is valid until the next call).
+func (w *walker) key(raw []byte) []byte {
+	inner := raw[1 : len(raw)-1]
+	if len(inner) > len(w.kbuf) || bytes.IndexByte(inner, '\\') >= 0 {
+		return []byte(key(raw))
+	}
+	n := 0
+	for _, c := range inner {
+		switch {
+		case c == '-' || c == '_':
+			continue
+		case 'A' <= c && c <= 'Z':
+			c += 32
+		}
+		w.kbuf[n] = c
+		n++
+	}
+	return w.kbuf[:n]
+}
+
 func (w *walker) add(s, e int) {
 	if secretValue(w.b[s:e]) {
 		w.spans = append(w.spans, span{s, e})
@@ -93,10 +116,10 @@ func (w *walker) object(i, depth int, c ctx) (int, bool) {
 		return i + 1, true
 	}
 	var (
-		nameSecret  bool // "name" is a secret key (HTTP header list, env list)
-		valueSpan   = span{-1, -1}
-		isAuth      bool // "method":"authenticate"
-		paramsSpans []span
+		nameSecret bool // "name" is a secret key (HTTP header list, env list)
+		valueSpan  = span{-1, -1}
+		isAuth     bool // "method":"authenticate"
+		params     = -1 // start of the last "params" object
 	)
 	for {
 		if i >= len(w.b) || w.b[i] != '"' {
@@ -106,14 +129,28 @@ func (w *walker) object(i, depth int, c ctx) (int, bool) {
 		if !ok {
 			return i, false
 		}
-		k := key(w.b[i:ke])
+		k := w.key(w.b[i:ke])
+		isKey := w.r.keys[string(k)]
+		var kind memberKind
+		switch string(k) {
+		case "env":
+			kind = memberEnv
+		case "params":
+			kind = memberParams
+		case "name":
+			kind = memberName
+		case "value":
+			kind = memberValue
+		case "method":
+			kind = memberMethod
+		}
 		i = jsonscan.SkipWS(w.b, ke)
 		if i >= len(w.b) || w.b[i] != ':' {
 			return i, false
 		}
 		vs := jsonscan.SkipWS(w.b, i+1)
 		sub := ctxNone
-		if k == "env" {
+		if kind == memberEnv {
 			if vs < len(w.b) && w.b[vs] == '{' {
 				sub = ctxEnvObj
 			} else if vs < len(w.b) && w.b[vs] == '[' {
@@ -124,20 +161,19 @@ func (w *walker) object(i, depth int, c ctx) (int, bool) {
 		if !ok {
 			return ve, false
 		}
-		if k == "params" && w.b[vs] == '{' {
-			// Remember the params members (except methodId) in case this
-			// turns out to be an authenticate request; the method may come
-			// after the params.
-			paramsSpans = w.memberSpans(vs, depth+1, "methodid")
+		if kind == memberParams && w.b[vs] == '{' {
+			// Remember the params in case this turns out to be an
+			// authenticate request; the method may come after them.
+			params = vs
 		}
 		switch {
-		case c == ctxEnvObj, w.r.keys[k]:
+		case c == ctxEnvObj, isKey:
 			w.add(vs, ve)
-		case k == "name" && w.b[vs] == '"':
-			nameSecret = w.r.keys[key(w.b[vs:ve])]
-		case k == "value":
+		case kind == memberName && w.b[vs] == '"':
+			nameSecret = w.r.keys[string(w.key(w.b[vs:ve]))]
+		case kind == memberValue:
 			valueSpan = span{vs, ve}
-		case k == "method" && w.b[vs] == '"':
+		case kind == memberMethod && w.b[vs] == '"':
 			isAuth = string(w.b[vs:ve]) == `"authenticate"`
 		}
 		i = jsonscan.SkipWS(w.b, ve)
@@ -156,13 +192,26 @@ func (w *walker) object(i, depth int, c ctx) (int, bool) {
 	if valueSpan.start >= 0 && (nameSecret || c == ctxEnvArray) {
 		w.add(valueSpan.start, valueSpan.end)
 	}
-	if isAuth {
-		for _, s := range paramsSpans {
+	if isAuth && params >= 0 {
+		// The params members, except methodId.
+		for _, s := range w.memberSpans(params, depth+1, "methodid") {
 			w.add(s.start, s.end)
 		}
 	}
 	return i, true
 }
+
+// memberKind: the member names the rules look at besides the secret keys.
+type memberKind uint8
+
+const (
+	memberOther memberKind = iota
+	memberEnv
+	memberParams
+	memberName
+	memberValue
+	memberMethod
+)
 
 // memberSpans lists the value spans of the object at i, except the member
 // named skip (normalized).
@@ -174,7 +223,8 @@ func (w *walker) memberSpans(i, depth int, skip string) []span {
 		if !ok {
 			return out
 		}
-		k := key(w.b[i:ke])
+		k := w.key(w.b[i:ke])
+		keep := string(k) != skip
 		i = jsonscan.SkipWS(w.b, ke)
 		if i >= len(w.b) || w.b[i] != ':' {
 			return out
@@ -185,7 +235,7 @@ func (w *walker) memberSpans(i, depth int, skip string) []span {
 		if !ok {
 			return out
 		}
-		if k != skip {
+		if keep {
 			out = append(out, span{vs, ve})
 		}
 		i = jsonscan.SkipWS(w.b, ve)
