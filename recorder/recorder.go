@@ -200,8 +200,9 @@ type valJob struct {
 	n     uint64
 	dir   protocol.Dir
 	frame []byte
-	end   bool // the connection closed: run its session-end checks
-	valid bool // frame is valid JSON (cassette.Verbatim said so): the Session skips its syntax pass
+	buf   *[]byte // the pooled buffer holding frame (nil: not pooled)
+	end   bool    // the connection closed: run its session-end checks
+	valid bool    // frame is valid JSON (cassette.Verbatim said so): the Session skips its syntax pass
 	// info is the protocol's Classify answer for frame (when hasInfo): the
 	// Session does not classify again.
 	info    protocol.Info

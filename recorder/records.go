@@ -139,7 +139,8 @@ func (r *Recorder) line(conn int, stream tap.Stream, t int64, payload []byte, eo
 		// The validator's Session gets the protocol's own classification
 		// (before the response-method fill-in) when the frame is valid
 		// JSON, so it neither checks the syntax nor classifies again.
-		r.queueValidation(valJob{conn: conn, n: r.rec.N, dir: dir, frame: r.valCopy(payload), valid: verbatim,
+		frame, buf := r.valCopy(payload)
+		r.queueValidation(valJob{conn: conn, n: r.rec.N, dir: dir, frame: frame, buf: buf, valid: verbatim,
 			info: r.rawInfo, hasInfo: verbatim && r.rawInfoOK})
 	case keep:
 		r.detFrames = append(r.detFrames, valJob{conn: conn, n: r.rec.N, dir: dir, frame: bytes.Clone(payload), valid: verbatim})
@@ -321,11 +322,11 @@ func (r *Recorder) validate() {
 	for j := range r.valQ {
 		r.valPend.Add(-int64(len(j.frame)))
 		if broken {
-			r.valFree(j.frame)
+			r.valFree(j)
 			continue
 		}
 		v, perr := r.validateOne(sessions, j)
-		r.valFree(j.frame)
+		r.valFree(j)
 		if perr != "" {
 			broken = true
 			send(validationResult{panic: perr})
@@ -501,41 +502,44 @@ func valBufClass(n int) int {
 	return c
 }
 
-// valCopy copies a frame for the validator.
-func (r *Recorder) valCopy(p []byte) []byte {
+// valCopy copies a frame for the validator. buf, when not nil, is the
+// pooled buffer holding the copy, for valFree.
+func (r *Recorder) valCopy(p []byte) (frame []byte, buf *[]byte) {
 	if len(p) > valBufMax {
 		select {
 		case b := <-r.valBig:
 			if cap(b) >= len(p) {
-				return append(b[:0], p...)
+				return append(b[:0], p...), nil
 			}
 		default:
 		}
-		return bytes.Clone(p)
+		return bytes.Clone(p), nil
 	}
 	c := valBufClass(len(p))
 	if v, _ := r.valBufs[c].Get().(*[]byte); v != nil {
-		return append((*v)[:0], p...)
+		*v = append((*v)[:0], p...)
+		return *v, v
 	}
 	b := make([]byte, len(p), valBufMin<<c)
 	copy(b, p)
-	return b
+	return b, &b
 }
 
 // valFree returns a validated frame's copy to its pool.
-func (r *Recorder) valFree(b []byte) {
-	if c := cap(b); c > valBufMax && c <= keepLineBuf {
-		// One large copy is kept for the next large frame (agent
-		// sessions send ~1 MiB frames again and again).
-		select {
-		case r.valBig <- b:
-		default:
+func (r *Recorder) valFree(j valJob) {
+	if j.buf != nil {
+		if c := cap(*j.buf); c >= valBufMin && c <= valBufMax && c&(c-1) == 0 {
+			r.valBufs[valBufClass(c)].Put(j.buf)
 		}
 		return
 	}
-	if c := cap(b); c >= valBufMin && c <= valBufMax && c&(c-1) == 0 {
-		b = b[:0]
-		r.valBufs[valBufClass(c)].Put(&b)
+	if c := cap(j.frame); c > valBufMax && c <= keepLineBuf {
+		// One large copy is kept for the next large frame (agent
+		// sessions send ~1 MiB frames again and again).
+		select {
+		case r.valBig <- j.frame:
+		default:
+		}
 	}
 }
 
