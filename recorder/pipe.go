@@ -67,6 +67,20 @@ type wirePipe struct {
 	closed   bool
 	tail     []byte        // lossy: the rest of a partly written message
 	tailDone chan struct{} // closed when the tail writer finished
+
+	// The state of the write in progress, kept here (under mu) rather than
+	// captured by a closure, so that a write allocates nothing: a closure
+	// passed to RawConn.Write escapes to the heap, and one per chunk made
+	// the tap process's heap, and so its resident memory, grow with the
+	// session (the garbage collector let it reach its goal first).
+	writeFn func(fd uintptr) bool // p.writeLoop, bound once
+	iovBuf  [2][]byte
+	iov     [][]byte
+	total   int
+	done    int
+	wait    bool
+	partial bool
+	werr    error
 }
 
 func newWirePipe(f *os.File) (*wirePipe, error) {
@@ -74,7 +88,9 @@ func newWirePipe(f *os.File) (*wirePipe, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &wirePipe{f: f, rc: rc}, nil
+	p := &wirePipe{f: f, rc: rc}
+	p.writeFn = p.writeLoop
+	return p, nil
 }
 
 // setPipeSize asks for a larger pipe; the system may refuse (the per-user
@@ -109,55 +125,59 @@ func (p *wirePipe) write(h *msgHeader, payload []byte, wait bool) error {
 	}
 	h.length = uint32(len(payload))
 	h.put(&p.hdr)
-	iov := [][]byte{p.hdr[:], payload}
+	p.iovBuf = [2][]byte{p.hdr[:], payload}
+	p.iov = p.iovBuf[:]
 	if len(payload) == 0 {
-		iov = iov[:1]
+		p.iov = p.iov[:1]
 	}
-	total := hdrLen + len(payload)
-	done := 0
-	var werr error
-	partial := false
-	err := p.rc.Write(func(fd uintptr) bool {
-		for {
-			n, err := unix.Writev(int(fd), iov)
-			if n > 0 {
-				done += n
-				if done == total {
-					return true
-				}
-				iov = advance(iov, n)
-			}
-			switch err {
-			case nil, unix.EINTR:
-				continue
-			case unix.EAGAIN:
-				if wait {
-					return false // wait for room
-				}
-				if done == 0 {
-					werr = errNoRoom
-				} else {
-					partial = true
-				}
-				return true
-			default:
-				werr = err
-				return true
-			}
-		}
-	})
-	if err != nil {
-		return err
-	}
-	if partial {
+	p.total, p.done, p.wait, p.partial, p.werr = hdrLen+len(payload), 0, wait, false, nil
+	err := p.rc.Write(p.writeFn)
+	werr, partial := p.werr, p.partial
+	if err == nil && partial {
 		var rest []byte
-		for _, b := range iov {
+		for _, b := range p.iov {
 			rest = append(rest, b...)
 		}
 		p.tail, p.tailDone = rest, make(chan struct{})
 		go p.writeTail(rest, p.tailDone)
 	}
+	p.iovBuf, p.iov, p.werr = [2][]byte{}, nil, nil // do not pin the caller's chunk
+	if err != nil {
+		return err
+	}
 	return werr
+}
+
+// writeLoop is the body of write's RawConn.Write: it returns false to wait
+// for room in the pipe, true when done (p.werr, p.partial say how).
+func (p *wirePipe) writeLoop(fd uintptr) bool {
+	for {
+		n, err := unix.Writev(int(fd), p.iov)
+		if n > 0 {
+			p.done += n
+			if p.done == p.total {
+				return true
+			}
+			p.iov = advance(p.iov, n)
+		}
+		switch err {
+		case nil, unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			if p.wait {
+				return false // wait for room
+			}
+			if p.done == 0 {
+				p.werr = errNoRoom
+			} else {
+				p.partial = true
+			}
+			return true
+		default:
+			p.werr = err
+			return true
+		}
+	}
 }
 
 // writeTail is the pipe tail writer goroutine (lossy mode).
