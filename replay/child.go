@@ -28,16 +28,22 @@ type Child struct {
 	err    error
 }
 
-// NewChild loads the cassette at path and starts a fake child on it.
+// NewChild opens the cassette at path and starts a fake child on it. The
+// cassette is streamed (OpenStream): read as the replay advances, with
+// memory bounded by the matching window and the largest frame.
 func NewChild(path string, opts ...Option) (*Child, error) {
-	rec, err := Open(path)
+	s, err := OpenStream(path)
 	if err != nil {
 		return nil, err
 	}
-	return StartChild(rec, opts...)
+	c, err := StartChild(s, opts...)
+	if err != nil {
+		s.Close()
+	}
+	return c, err
 }
 
-// StartChild starts a fake child replaying rec. It returns an error when
+// StartChild starts a fake child replaying src (a *Recording or a *Stream). It returns an error when
 // the recording cannot be replayed (no frames, unknown connection, another
 // protocol, a bad ignore pattern).
 //
@@ -45,9 +51,9 @@ func NewChild(path string, opts ...Option) (*Child, error) {
 // is reached, the parent closes Stdin and nothing more can become due, or
 // Close is called. A parent that stops reading Stdout while the replay has
 // frames to send blocks the replay, as a real pipe would.
-func StartChild(rec *Recording, opts ...Option) (*Child, error) {
+func StartChild(src Source, opts ...Option) (*Child, error) {
 	o := defaults(opts...)
-	e, err := newEngine(rec, roleChild, o)
+	e, err := newEngine(src, roleChild, o)
 	if err != nil {
 		return nil, err
 	}
@@ -121,9 +127,9 @@ func (c *Child) Close() (*Result, error) {
 //
 // signals (may be nil) carries the names of signals the parent sent
 // ("SIGINT", ...); see Child.Signal.
-func RunChild(ctx context.Context, rec *Recording, in io.Reader, out, stderr io.Writer, signals <-chan string, opts ...Option) (*Result, error) {
+func RunChild(ctx context.Context, src Source, in io.Reader, out, stderr io.Writer, signals <-chan string, opts ...Option) (*Result, error) {
 	o := defaults(opts...)
-	e, err := newEngine(rec, roleChild, o)
+	e, err := newEngine(src, roleChild, o)
 	if err != nil {
 		return nil, err
 	}
@@ -142,10 +148,10 @@ func RunChild(ctx context.Context, rec *Recording, in io.Reader, out, stderr io.
 //
 // signal, when not nil, sends a signal by name to the child; it is called
 // where the recording has rpctap forwarding a signal.
-func RunParent(ctx context.Context, rec *Recording, childOut io.Reader, childIn io.WriteCloser, signal func(name string) error, opts ...Option) (*Result, error) {
+func RunParent(ctx context.Context, src Source, childOut io.Reader, childIn io.WriteCloser, signal func(name string) error, opts ...Option) (*Result, error) {
 	// A fake parent sends as soon as causality allows unless told otherwise.
 	o := defaults(append([]Option{WithSpeed(0)}, opts...)...)
-	e, err := newEngine(rec, roleParent, o)
+	e, err := newEngine(src, roleParent, o)
 	if err != nil {
 		return nil, err
 	}

@@ -46,13 +46,21 @@ func Diff(a, b *Recording, opts ...Option) (*CassetteDiff, error) {
 		return nil, err
 	}
 	ob := *o
-	ob.protocol = ea.s.d.name
+	ob.protocol = ea.d.name
 	eb, err := newEngine(b, roleParent, &ob)
 	if err != nil {
-		return nil, fmt.Errorf("%v (A is %s)", err, ea.s.d.name)
+		return nil, fmt.Errorf("%v (A is %s)", err, ea.d.name)
+	}
+	ea.loadAll()
+	eb.loadAll()
+	if ea.werr != nil {
+		return nil, ea.werr
+	}
+	if eb.werr != nil {
+		return nil, eb.werr
 	}
 	fa, fb := diffFrames(ea), diffFrames(eb)
-	out := &CassetteDiff{A: a.Name, B: b.Name, Protocol: ea.s.d.name, ExitA: ea.res.Exit, ExitB: eb.res.Exit}
+	out := &CassetteDiff{A: a.Name, B: b.Name, Protocol: ea.d.name, ExitA: ea.res.Exit, ExitB: eb.res.Exit}
 	// Two passes, as a line diff with refinement: first align frames that
 	// are equal under the rules, then, inside each run of unaligned frames,
 	// pair those with the same direction, kind and method as changed.

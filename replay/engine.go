@@ -9,6 +9,8 @@ import (
 	"io"
 	"sort"
 	"time"
+
+	"github.com/rpctap/rpctap/cassette"
 )
 
 type role uint8
@@ -31,7 +33,7 @@ type estep struct {
 	liveT  time.Time
 	liveID string // theirs requests: the id the live side used
 	norm   any
-	idx    int // index in engine.steps
+	idx    int // position in the causal sequence
 }
 
 // liveLine is one line from the live side.
@@ -43,12 +45,34 @@ type liveLine struct {
 // engine runs one replay. All its state is owned by engineLoop (the
 // goroutine that calls run); lineReader only hands it lines.
 type engine struct {
-	s     *session
+	name  string // cassette name for reports
+	conn  int
+	d     dialect
 	role  role
 	o     *options
 	ign   ignoreSet
 	idKey string
-	steps []*estep
+
+	// The steps held: steps[k] is step base+k of the causal sequence.
+	// Steps before base were finished and let go; steps after the last
+	// held one are still in the cassette (sp reads them on demand).
+	steps     []*estep
+	base      int
+	sp        *stepper
+	pf        *prefetcher // run: reads steps ahead on its own goroutine
+	pfBuf     []*estep    // steps received from pf; pfBuf[pfAt:] not yet held
+	pfAt      int
+	cut       func(*cassette.TruncatedError)
+	srcDone   bool            // sp has no more steps
+	heldBytes int             // frame bytes of the held steps
+	peakSteps int             // most steps held at once (tests)
+	peakBytes int             // most frame bytes held at once (tests)
+	foldT     time.Time       // latest liveT of the let-go steps since the last let-go mine step
+	known     map[string]bool // methods of the live side's recorded frames read so far
+	eofAt     time.Time       // the live side closed its end, not yet matched to a recorded close
+	eofOpen   bool
+	sigExit   bool // the fake child died of a signal the parent sent
+	missing   int  // recorded frames of the live side never received (finish)
 
 	out          io.Writer          // to the live side
 	errOut       io.Writer          // recorded stderr (child role)
@@ -56,69 +80,233 @@ type engine struct {
 	signal       func(string) error // parent role: sends a signal to the child
 	sigs         <-chan string      // child role: signals the live parent sent
 	start        time.Time
-	next         int // index of the next mine step to send
-	open         int // index of the first theirs step not done (nor waived)
-	issued       map[string]int
+	next         int               // index of the next mine step to send
+	open         int               // index of the first theirs step not done (nor waived)
+	issued       map[string]string // ids of requests the replay sent -> their method
 	binds        map[string]string
 	border       []string // binds keys, longest first
-	waived       []int    // theirs steps given up on (parent role), still matchable
+	waived       []*estep // theirs steps given up on (parent role), still matchable
 	liveEOF      bool
 	exited       *Exit // child role: reached the recorded exit
 	lastProgress time.Time
 	nreports     int
 
 	res  Result
-	werr error // first write error
+	werr error  // first write error
+	wbuf []byte // send's buffer
 }
 
-func newEngine(rec *Recording, r role, o *options) (*engine, error) {
-	s, err := rec.prepare(o.conn, o.connSet, o.protocol)
+func newEngine(src Source, r role, o *options) (*engine, error) {
+	f, err := src.feed()
 	if err != nil {
 		return nil, err
 	}
+	conn := o.conn
+	conns := f.conns
+	switch {
+	case len(conns) == 0:
+		f.src.close()
+		return nil, fmt.Errorf("%s: %w", f.name, ErrEmpty)
+	case !o.connSet && len(conns) > 1:
+		f.src.close()
+		return nil, fmt.Errorf("%s records %d connections (%s); choose one with --conn", f.name, len(conns), joinInts(conns))
+	case !o.connSet:
+		conn = conns[0]
+	case !containsInt(conns, conn):
+		f.src.close()
+		return nil, fmt.Errorf("%s has no connection %d (it has %s)", f.name, conn, joinInts(conns))
+	}
+	proto, rs, err := f.start(conn)
+	if err != nil {
+		return nil, err
+	}
+	if o.protocol != "" && o.protocol != proto {
+		if f.protocol != "" || !compatible(o.protocol, proto) {
+			rs.close()
+			return nil, fmt.Errorf("%s records a %s session, not %s", f.name, proto, o.protocol)
+		}
+		proto = o.protocol
+	}
+	d := dialectFor(proto)
 	pats := append([]string(nil), o.ignores...)
 	if !o.noDefaults {
-		pats = append(pats, s.d.ignore...)
+		pats = append(pats, d.ignore...)
 	}
 	ign, err := compileIgnores(pats)
 	if err != nil {
+		rs.close()
 		return nil, err
 	}
-	e := &engine{s: s, role: r, o: o, ign: ign, issued: map[string]int{}, binds: map[string]string{}}
-	if s.d.idKeyed() {
+	e := &engine{name: f.name, conn: conn, d: d, role: r, o: o, ign: ign, issued: map[string]string{},
+		binds: map[string]string{}, known: map[string]bool{}, sp: newStepper(rs, conn, d), cut: f.cut}
+	if d.idKeyed() {
 		e.idKey = "id"
 	}
-	hasFrames := false
-	for i := range s.steps {
-		st := &estep{step: s.steps[i], idx: i}
-		switch st.kind {
-		case stepFrame:
-			hasFrames = true
-			fromParent := st.frame.Dir == dirIn
-			st.mine = fromParent == (r == roleParent)
-			st.theirs = !st.mine
-		case stepStderr:
-			st.mine = r == roleChild
-		case stepEOF, stepSignal:
-			st.mine = r == roleParent
-			st.theirs = r == roleChild
-		case stepExit:
-			st.mine = r == roleChild
+	e.res.Cassette = f.name
+	e.res.Protocol = d.name
+	return e, nil
+}
+
+// Look-ahead bounds: a search for a matching or a nearest recorded frame
+// reads further into the cassette only while the steps held stay under
+// both. Sending the next due step and the window itself are never held
+// back by them (see load).
+const (
+	maxAheadSteps = 4096
+	maxAheadBytes = 4 << 20
+	maxKnown      = 4096 // methods remembered for the -32601/-32602 choice
+	maxListed     = 1000 // missing frames listed in Result.Divergences
+)
+
+// at returns held step i (base <= i < base+len(steps)).
+func (e *engine) at(i int) *estep { return e.steps[i-e.base] }
+
+// end is the index after the last held step.
+func (e *engine) end() int { return e.base + len(e.steps) }
+
+// load makes step i held, reading the cassette on as far as needed. It
+// returns false when the sequence ends before i, or, when limited, when
+// reading on would pass the look-ahead bounds.
+func (e *engine) load(i int, limited bool) bool {
+	for i >= e.end() {
+		if e.srcDone {
+			return false
 		}
-		st.done = !st.mine && !st.theirs
+		if limited && len(e.steps) > 0 && (len(e.steps) >= maxAheadSteps || e.heldBytes >= maxAheadBytes) {
+			return false
+		}
+		st := e.pull()
+		if st == nil {
+			return false
+		}
+		st.idx = e.end()
 		e.steps = append(e.steps, st)
+		if st.frame != nil {
+			e.heldBytes += len(st.frame.Raw)
+		}
+		e.peakSteps = max(e.peakSteps, len(e.steps))
+		e.peakBytes = max(e.peakBytes, e.heldBytes)
+		if e.eofOpen && st.kind == stepEOF && st.theirs {
+			e.eofOpen = false
+			st.done = true
+			st.liveT = e.eofAt
+		}
 	}
-	if !hasFrames {
-		return nil, fmt.Errorf("%s: %w", rec.Name, ErrEmpty)
+	return true
+}
+
+// pull reads the next step from the cassette and gives it this run's
+// state, or returns nil at the end (or where the cassette is damaged).
+func (e *engine) pull() *estep {
+	st := e.nextStep()
+	if st == nil {
+		e.srcDone = true
+		if e.sp.err != nil && e.werr == nil {
+			e.werr = e.sp.err
+		}
+		if e.sp.cut != nil && e.cut != nil {
+			e.cut(e.sp.cut)
+		}
+		return nil
 	}
-	e.res.Cassette = rec.Name
-	e.res.Protocol = s.d.name
-	for _, st := range e.steps {
-		if st.kind == stepExit {
+	r := e.role
+	switch st.kind {
+	case stepFrame:
+		fromParent := st.frame.Dir == dirIn
+		st.mine = fromParent == (r == roleParent)
+		st.theirs = !st.mine
+		if st.theirs && len(e.known) < maxKnown {
+			e.known[st.frame.Method] = true
+		}
+	case stepStderr:
+		st.mine = r == roleChild
+	case stepEOF, stepSignal:
+		st.mine = r == roleParent
+		st.theirs = r == roleChild
+	case stepExit:
+		st.mine = r == roleChild
+		if !e.sigExit {
 			e.res.Exit = st.exit
 		}
 	}
-	return e, nil
+	st.done = !st.mine && !st.theirs
+	return st
+}
+
+// nextStep takes the next step from the prefetcher, or from the stepper
+// directly when there is none.
+func (e *engine) nextStep() *estep {
+	if e.pf == nil {
+		return e.sp.next()
+	}
+	if e.pfAt == len(e.pfBuf) {
+		clear(e.pfBuf)
+		e.pfBuf = e.pf.take(e.pfBuf[:0])
+		e.pfAt = 0
+		if len(e.pfBuf) == 0 {
+			return nil
+		}
+	}
+	st := e.pfBuf[e.pfAt]
+	e.pfBuf[e.pfAt] = nil
+	e.pfAt++
+	return st
+}
+
+// loadAll reads the whole sequence (Diff and Check work on all of it).
+func (e *engine) loadAll() {
+	for e.load(e.end(), false) {
+	}
+}
+
+// trim lets go of the finished steps before both the earliest theirs step
+// not done and the next mine step to send. Their frames are dropped; a
+// response still reaching its request through pair finds it without them.
+func (e *engine) trim() {
+	e.skipOpen()
+	cut := min(e.open, e.next)
+	n := cut - e.base
+	if n <= 0 || (n < 64 && n < len(e.steps)/2) {
+		return
+	}
+	for _, st := range e.steps[:n] {
+		if st.mine {
+			e.foldT = st.liveT
+		} else if st.liveT.After(e.foldT) {
+			e.foldT = st.liveT
+		}
+		if st.frame != nil {
+			e.heldBytes -= len(st.frame.Raw)
+			if !st.waived || st.done {
+				st.frame.Raw, st.frame.Value, st.norm = nil, nil, nil
+			}
+		}
+	}
+	m := copy(e.steps, e.steps[n:])
+	clear(e.steps[m:])
+	e.steps = e.steps[:m]
+	e.base = cut
+	if len(e.waived) > 0 {
+		w := e.waived[:0]
+		for _, st := range e.waived {
+			if !st.done {
+				w = append(w, st)
+			}
+		}
+		e.waived = w
+	}
+}
+
+// skipOpen moves open past held steps that are not theirs or are done or
+// waived.
+func (e *engine) skipOpen() {
+	for e.open < e.end() {
+		st := e.at(e.open)
+		if st.theirs && !st.done && !st.waived {
+			return
+		}
+		e.open++
+	}
 }
 
 // value decodes f on first use.
@@ -202,6 +390,7 @@ func (lr *lineReader) run() {
 func (e *engine) run(ctx context.Context, in io.Reader) (*Result, error) {
 	e.start = time.Now()
 	e.lastProgress = e.start
+	e.pf = startPrefetch(e.sp)
 	lines := make(chan liveLine, readQueue)
 	done := make(chan struct{})
 	lr := &lineReader{r: in, lines: lines, done: done}
@@ -258,8 +447,8 @@ loop:
 	if ctxErr != nil {
 		return &res, ctxErr
 	}
-	if e.o.strict && len(res.Divergences) > 0 {
-		return &res, fmt.Errorf("%w: %d divergence(s) from %s", ErrDiverged, len(res.Divergences), res.Cassette)
+	if e.o.strict && res.Diverged() {
+		return &res, fmt.Errorf("%w: %d divergence(s) from %s", ErrDiverged, len(res.Divergences)+res.Unlisted, res.Cassette)
 	}
 	return &res, nil
 }
@@ -272,13 +461,14 @@ func (e *engine) liveName() string {
 }
 
 // blocker returns the index of the first theirs step before i that is
-// neither done nor waived, or -1.
+// neither done nor waived, or -1. Steps before i are held.
 func (e *engine) blocker(i int) int {
-	for e.open < len(e.steps) && (!e.steps[e.open].theirs || e.steps[e.open].done || e.steps[e.open].waived) {
+	for e.open < i && e.open < e.end() {
+		st := e.at(e.open)
+		if st.theirs && !st.done && !st.waived {
+			return e.open
+		}
 		e.open++
-	}
-	if e.open < i {
-		return e.open
 	}
 	return -1
 }
@@ -288,14 +478,25 @@ func (e *engine) blocker(i int) int {
 // live side) and whether the session is over.
 func (e *engine) advance(now time.Time) (time.Duration, bool) {
 	for {
-		for e.next < len(e.steps) && !e.steps[e.next].mine {
+		e.trim()
+		// Find the next mine step. A fake child stops at the first theirs
+		// step not done: nothing after it can be due, and reading on past
+		// it would hold every step in between.
+		for e.load(e.next, false) {
+			st := e.at(e.next)
+			if st.mine || (e.role == roleChild && st.theirs && !st.done && !st.waived) {
+				break
+			}
 			e.next++
 		}
-		if e.next >= len(e.steps) {
+		if e.werr != nil {
+			return -1, true
+		}
+		if e.next >= e.end() {
 			return e.idleEnd(now)
 		}
 		i := e.next
-		if b := e.blocker(i); b >= 0 {
+		if b := e.blocker(i); b >= 0 || !e.at(i).mine {
 			if e.role == roleChild {
 				if e.liveEOF {
 					return -1, true // the parent is gone; nothing more can become due
@@ -309,18 +510,23 @@ func (e *engine) advance(now time.Time) (time.Duration, bool) {
 			}
 			return e.o.timeout - now.Sub(e.lastProgress), false
 		}
-		st := e.steps[i]
+		st := e.at(i)
 		if e.o.speed > 0 && i > 0 {
 			base := e.start
-			for j := i - 1; j >= 0; j-- {
-				if t := e.steps[j].liveT; t.After(base) {
+			mine := false
+			for j := i - 1; j >= e.base; j-- {
+				if t := e.at(j).liveT; t.After(base) {
 					base = t
 				}
-				if e.steps[j].mine {
+				if e.at(j).mine {
+					mine = true
 					break
 				}
 			}
-			delay := time.Duration(float64(st.t-e.steps[i-1].t) / e.o.speed)
+			if !mine && e.foldT.After(base) {
+				base = e.foldT
+			}
+			delay := time.Duration(float64(st.t-st.prevT) / e.o.speed)
 			if due := base.Add(delay); due.After(now) {
 				return due.Sub(now), false
 			}
@@ -345,7 +551,7 @@ func (e *engine) idleEnd(now time.Time) (time.Duration, bool) {
 		// closes our stdin, answering anything more with refusals.
 		return -1, e.liveEOF
 	}
-	if e.blocker(len(e.steps)) < 0 || e.liveEOF {
+	if e.blocker(e.end()) < 0 || e.liveEOF {
 		return -1, true
 	}
 	if w := e.o.timeout - now.Sub(e.lastProgress); w > 0 {
@@ -356,11 +562,11 @@ func (e *engine) idleEnd(now time.Time) (time.Duration, bool) {
 
 // waive gives up waiting for theirs steps before i (parent role timeout).
 func (e *engine) waive(b, i int) {
-	for j := b; j < i; j++ {
-		st := e.steps[j]
+	for j := max(b, e.base); j < i; j++ {
+		st := e.at(j)
 		if st.theirs && !st.done && !st.waived {
 			st.waived = true
-			e.waived = append(e.waived, j)
+			e.waived = append(e.waived, st)
 			if st.kind == stepFrame && !e.liveEOF {
 				e.diverge(Divergence{Kind: Late, Record: st.frame.Record, FrameKind: st.frame.Kind, Method: st.frame.Method,
 					Recorded: showFrame(st.frame),
@@ -400,8 +606,8 @@ func (e *engine) send(st *estep, now time.Time) bool {
 	}
 	f := st.frame
 	raw := f.Raw
-	if f.Kind == kindResponse && st.pair >= 0 {
-		if live := e.steps[st.pair].liveID; live != "" && live != f.ID {
+	if f.Kind == kindResponse && st.pair != nil {
+		if live := st.pair.liveID; live != "" && live != f.ID {
 			raw = replaceMember(raw, "id", []byte(live))
 		}
 	}
@@ -409,10 +615,14 @@ func (e *engine) send(st *estep, now time.Time) bool {
 		raw = substitute(raw, e.binds, e.border)
 	}
 	if f.Kind == kindRequest && f.ID != "" {
-		e.issued[f.ID] = st.idx
+		e.issued[f.ID] = f.Method
 	}
-	buf := make([]byte, 0, len(raw)+len(st.eol))
-	buf = append(append(buf, raw...), st.eol...)
+	// One write per frame; the buffer is reused (a Writer must not retain
+	// it), unless a huge frame made it large.
+	buf := append(append(e.wbuf[:0], raw...), st.eol...)
+	if cap(buf) <= 1<<20 {
+		e.wbuf = buf
+	}
 	if _, err := e.out.Write(buf); err != nil {
 		e.werr = fmt.Errorf("writing to the %s: %w", e.liveName(), err)
 		return true
@@ -421,16 +631,18 @@ func (e *engine) send(st *estep, now time.Time) bool {
 	return false
 }
 
-// onEOF: the live side closed its end.
+// onEOF: the live side closed its end. The first recorded close not yet
+// matched takes it, now or when the replay reads that far.
 func (e *engine) onEOF(now time.Time) {
-	for _, st := range e.steps {
-		if st.kind == stepEOF && st.theirs && !st.done {
+	for i := e.base; i < e.end(); i++ {
+		if st := e.at(i); st.kind == stepEOF && st.theirs && !st.done {
 			st.done = true
 			st.liveT = now
 			e.lastProgress = now
 			return
 		}
 	}
+	e.eofOpen, e.eofAt = true, now
 }
 
 // onSignal: the live parent sent the fake child a signal. A recorded
@@ -439,9 +651,10 @@ func (e *engine) onEOF(now time.Time) {
 // status 128+n), reported as a divergence. It returns true when the replay
 // ends.
 func (e *engine) onSignal(sig string, now time.Time) bool {
+	e.trim()
 	n := 0
-	for i := e.open; i < len(e.steps) && n < e.o.window; i++ {
-		st := e.steps[i]
+	for i := e.open; n < e.o.window && e.load(i, true); i++ {
+		st := e.at(i)
 		if !st.theirs || st.done {
 			continue
 		}
@@ -457,11 +670,13 @@ func (e *engine) onSignal(sig string, now time.Time) bool {
 		Message: fmt.Sprintf("the parent sent %s, which the recording does not have here; the fake child dies of it", sig)}, nil)
 	e.exited = &Exit{Code: 128 + signalNumber(sig), Signal: sig}
 	e.res.Exit = e.exited
+	e.sigExit = true
 	return true
 }
 
 // onLine matches one live frame.
 func (e *engine) onLine(l liveLine) {
+	e.trim()
 	f := &Frame{Raw: l.raw}
 	if e.role == roleChild {
 		f.Dir = dirIn
@@ -473,61 +688,62 @@ func (e *engine) onLine(l liveLine) {
 	// common case, and the one that matters for 1 MiB frames).
 	if !e.o.customMatcher {
 		n := 0
-		for i := e.open; i < len(e.steps) && n < e.o.window; i++ {
-			st := e.steps[i]
+		for i := e.open; n < e.o.window && e.load(i, true); i++ {
+			st := e.at(i)
 			if !st.theirs || st.done || st.waived || st.kind != stepFrame {
 				continue
 			}
 			n++
 			if bytes.Equal(st.frame.Raw, l.raw) {
-				e.acceptSame(i, l.t)
+				e.acceptSame(st, l.t)
 				return
 			}
 		}
 	}
 	f.Value, f.json = decodeJSON(l.raw)
-	e.s.d.classify(f, f.Dir == dirIn)
+	e.d.classify(f, f.Dir == dirIn)
 	if f.Kind == kindResponse && f.Method == "" && f.ID != "" {
-		if i, ok := e.issued[f.ID]; ok && i >= 0 {
-			f.Method = e.steps[i].frame.Method
+		if m, ok := e.issued[f.ID]; ok {
+			f.Method = m
 		}
 	}
 	f.Norm = e.normalize(f)
 
 	// Candidates: the first `window` open theirs steps, plus any waived.
-	var cands []int
-	for _, i := range e.waived {
-		if !e.steps[i].done {
-			cands = append(cands, i)
+	var cands []*estep
+	for _, st := range e.waived {
+		if !st.done {
+			cands = append(cands, st)
 		}
 	}
 	n := 0
-	for i := e.open; i < len(e.steps) && n < e.o.window; i++ {
-		st := e.steps[i]
+	for i := e.open; n < e.o.window && e.load(i, true); i++ {
+		st := e.at(i)
 		if !st.theirs || st.done || st.waived || st.kind != stepFrame {
 			continue
 		}
 		n++
-		cands = append(cands, i)
+		cands = append(cands, st)
 	}
-	for _, i := range cands {
-		st := e.steps[i]
+	for _, st := range cands {
 		e.value(st.frame)
 		rf := *st.frame
 		rf.Norm = e.norm(st)
 		if e.o.matcher(f, &rf) {
-			e.accept(i, f, l.t)
+			e.accept(st, f, l.t)
 			return
 		}
 	}
 	// No match. Find the nearest candidate: same call first, fewest
-	// differences, earliest; look beyond the window for a report.
-	best, bestScore := -1, 0
+	// differences, earliest; look beyond the window (as far as the
+	// look-ahead bounds let the replay read) for a report.
+	var best *estep
+	bestScore := 0
 	inWindow := false
-	for pass := 0; pass < 2 && best < 0; pass++ {
+	for pass := 0; pass < 2 && best == nil; pass++ {
 		examined := 0
-		for i := 0; i < len(e.steps) && examined < 512; i++ {
-			st := e.steps[i]
+		for i := e.base; examined < 512 && e.load(i, true); i++ {
+			st := e.at(i)
 			if !st.theirs || st.done || st.kind != stepFrame {
 				continue
 			}
@@ -539,18 +755,18 @@ func (e *engine) onLine(l liveLine) {
 				continue
 			}
 			sc := diffScore(e.norm(st), f.Norm)
-			if best < 0 || sc < bestScore {
-				best, bestScore = i, sc
-				inWindow = pass == 0 && containsInt(cands, i)
+			if best == nil || sc < bestScore {
+				best, bestScore = st, sc
+				inWindow = pass == 0 && containsStep(cands, st)
 			}
 		}
 	}
 	d := Divergence{Live: showFrame(f), FrameKind: f.Kind, Method: f.Method}
-	if best >= 0 {
-		rf := e.steps[best].frame
+	if best != nil {
+		rf := best.frame
 		d.Record = rf.Record
 		d.Recorded = showFrame(rf)
-		d.Diff = diffValues(e.norm(e.steps[best]), f.Norm, 20)
+		d.Diff = diffValues(e.norm(best), f.Norm, 20)
 	}
 	// A divergent answer, notification or event (and, for a fake parent,
 	// anything the child says) stands in for the recorded one with the same
@@ -564,28 +780,31 @@ func (e *engine) onLine(l liveLine) {
 		return
 	}
 	d.Kind = Unexpected
-	known := false
-	for _, st := range e.steps {
-		if st.theirs && st.kind == stepFrame && st.frame.Method == f.Method {
-			known = true
-			break
-		}
-	}
+	known := e.known[f.Method]
 	what := f.Kind + " " + f.Method
 	if f.Kind == kindText {
 		what = "a line that is not a JSON frame"
 	}
 	switch {
-	case best >= 0:
+	case best != nil:
 		d.Message = fmt.Sprintf("no recorded frame matches %s (nearest: record #%d)", what, d.Record)
 	default:
 		d.Message = fmt.Sprintf("no recorded frame matches %s (nothing left to match)", what)
 	}
-	reply := e.s.d.refusal(f, fmt.Sprintf("rpctap %s: %s", e.roleVerb(), d.Message), known)
+	reply := e.d.refusal(f, fmt.Sprintf("rpctap %s: %s", e.roleVerb(), d.Message), known)
 	if reply != nil {
 		d.Reply = string(reply)
 	}
 	e.diverge(d, reply)
+}
+
+func containsStep(xs []*estep, x *estep) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
 }
 
 func (e *engine) roleVerb() string {
@@ -595,28 +814,32 @@ func (e *engine) roleVerb() string {
 	return "verify"
 }
 
-// acceptSame marks theirs step i matched by a live frame with the same
+// acceptSame marks theirs step st matched by a live frame with the same
 // bytes: the live id is the recorded one and there is nothing to bind.
-func (e *engine) acceptSame(i int, t time.Time) {
-	st := e.steps[i]
+func (e *engine) acceptSame(st *estep, t time.Time) {
 	st.done = true
 	st.liveT = t
 	e.lastProgress = t
 	e.res.Matched++
-	if st.frame.Kind == kindRequest {
+	switch st.frame.Kind {
+	case kindRequest:
 		st.liveID = st.frame.ID
+	case kindResponse:
+		delete(e.issued, st.frame.ID)
 	}
 }
 
-// accept marks theirs step i matched by live frame f.
-func (e *engine) accept(i int, f *Frame, t time.Time) {
-	st := e.steps[i]
+// accept marks theirs step st matched by live frame f.
+func (e *engine) accept(st *estep, f *Frame, t time.Time) {
 	st.done = true
 	st.liveT = t
 	e.lastProgress = t
 	e.res.Matched++
 	if st.frame.Kind == kindRequest || (st.frame.Kind == kindNotification && f.ID != "") {
 		st.liveID = f.ID
+	}
+	if st.frame.Kind == kindResponse {
+		delete(e.issued, st.frame.ID)
 	}
 	defer func() { st.norm, st.frame.Value = nil, nil }() // matched: free the decoded copy
 	if st.frame.json && f.Value != nil && len(e.ign.pats) > 0 {
@@ -639,8 +862,8 @@ func (e *engine) accept(i int, f *Frame, t time.Time) {
 
 // diverge records d, reports it and sends reply (if any) to the live side.
 func (e *engine) diverge(d Divergence, reply []byte) {
-	d.Cassette = e.s.rec.Name
-	d.Conn = e.s.conn
+	d.Cassette = e.name
+	d.Conn = e.conn
 	e.res.Divergences = append(e.res.Divergences, d)
 	if w := e.o.report; w != nil {
 		e.nreports++
@@ -657,43 +880,65 @@ func (e *engine) diverge(d Divergence, reply []byte) {
 	}
 }
 
-// finish reports recorded frames the live side never sent.
+// finish reports recorded frames the live side never sent: the held steps,
+// then the rest of the cassette, read through without being held (only
+// the first maxListed become Divergences; the rest are counted in
+// Result.Unlisted). It also finds the recorded exit. After a write error
+// the rest of the cassette is left unread.
 func (e *engine) finish() {
-	var missing []*estep
-	for _, st := range e.steps {
-		if st.theirs && (st.kind == stepFrame || st.kind == stepSignal) && !st.done {
-			missing = append(missing, st)
-		}
-	}
-	if len(missing) == 0 {
-		return
-	}
 	w := e.o.report
 	e.o.report = nil // one summary instead of a line each
-	for _, st := range missing {
+	var first []*Frame
+	note := func(st *estep) {
+		if !st.theirs || (st.kind != stepFrame && st.kind != stepSignal) || st.done {
+			return
+		}
+		e.missing++
+		if len(first) < 8 {
+			first = append(first, st.frame)
+		}
 		if st.waived {
-			continue // reported as late already
+			return // reported as late already
+		}
+		if len(e.res.Divergences) >= maxListed && e.missing > maxListed {
+			e.res.Unlisted++
+			return
 		}
 		e.diverge(Divergence{Kind: Missing, Record: st.frame.Record, FrameKind: st.frame.Kind, Method: st.frame.Method,
 			Recorded: showFrame(st.frame),
 			Message:  fmt.Sprintf("the %s never sent record #%d (%s %s)", e.liveName(), st.frame.Record, st.frame.Kind, st.frame.Method)}, nil)
 	}
-	e.o.report = w
-	if w != nil {
-		var b bytes.Buffer
-		fmt.Fprintf(&b, "%s: %d recorded %s frame(s) never sent:", e.o.prog, len(missing), e.liveName())
-		for k, st := range missing {
-			if k == 8 {
-				fmt.Fprintf(&b, " ... (+%d more)", len(missing)-k)
+	for _, st := range e.steps {
+		note(st)
+	}
+	if e.werr == nil {
+		for !e.srcDone {
+			st := e.pull()
+			if st == nil {
 				break
 			}
-			fmt.Fprintf(&b, " #%d %s", st.frame.Record, st.frame.Method)
-			if st.frame.Method == "" {
-				fmt.Fprintf(&b, "%s", st.frame.Kind)
+			note(st)
+		}
+	}
+	if e.pf != nil {
+		e.pf.halt()
+	}
+	e.sp.src.close()
+	e.o.report = w
+	if w != nil && e.missing > 0 {
+		var b bytes.Buffer
+		fmt.Fprintf(&b, "%s: %d recorded %s frame(s) never sent:", e.o.prog, e.missing, e.liveName())
+		for k, f := range first {
+			fmt.Fprintf(&b, " #%d %s", f.Record, f.Method)
+			if f.Method == "" {
+				fmt.Fprintf(&b, "%s", f.Kind)
 			}
-			if k < len(missing)-1 && k < 7 {
+			if k < len(first)-1 {
 				b.WriteByte(',')
 			}
+		}
+		if e.missing > len(first) {
+			fmt.Fprintf(&b, " ... (+%d more)", e.missing-len(first))
 		}
 		b.WriteByte('\n')
 		w.Write(b.Bytes())

@@ -144,12 +144,16 @@ type Result struct {
 	// none, as after a SIGKILL). A fake child ends with it.
 	Exit        *Exit
 	Divergences []Divergence
-	Matched     int // live frames matched to recorded ones
-	Sent        int // recorded frames sent to the live side
+	// Unlisted counts recorded frames the live side never sent beyond the
+	// first 1000 listed as Missing divergences (a long session abandoned
+	// early); they count as divergences too.
+	Unlisted int
+	Matched  int // live frames matched to recorded ones
+	Sent     int // recorded frames sent to the live side
 }
 
 // Diverged reports whether anything differed.
-func (r *Result) Diverged() bool { return r != nil && len(r.Divergences) > 0 }
+func (r *Result) Diverged() bool { return r != nil && (len(r.Divergences) > 0 || r.Unlisted > 0) }
 
 // CheckIgnore reports whether the ignore patterns are well formed.
 func CheckIgnore(patterns ...string) error {
@@ -166,5 +170,5 @@ func Check(rec *Recording, opts ...Option) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return e.s.d.name, nil
+	return e.d.name, nil
 }

@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -97,11 +96,14 @@ type step struct {
 	frame *Frame // stepFrame (and stepStderr: Raw holds the line)
 	eol   string // the line ending recorded after the payload
 	t     int64  // ns since start
-	// pair links a response to the request it answers (and back): the index
-	// of the other step, or -1.
-	pair int
+	prevT int64  // t of the step before it in the sequence (its own t for the first)
+	// pair links a response to the request it answers (nil when none).
+	pair *estep
 	exit *Exit  // stepExit
 	sig  string // stepSignal: "SIGINT", ...
+
+	parts  bool // a line still being joined from part records
+	joined bool // assembled from parts (JSON-ness unknown until complete)
 }
 
 // Exit is how a (recorded or live) child ended.
@@ -110,181 +112,11 @@ type Exit struct {
 	Signal string `json:"signal,omitempty"` // e.g. "SIGTERM" when it died of a signal
 }
 
-// session is one connection's steps with the dialect that reads them.
-type session struct {
-	rec   *Recording
-	conn  int
-	d     dialect
-	steps []step
-}
-
-// prepare selects one connection of r and builds its causal sequence.
-// protoOverride, when set, must agree with the cassette's own protocol.
-func (r *Recording) prepare(conn int, connSet bool, protoOverride string) (*session, error) {
-	conns := r.Conns()
-	if len(conns) == 0 {
-		return nil, fmt.Errorf("%s: %w", r.Name, ErrEmpty)
-	}
-	if !connSet {
-		if len(conns) > 1 {
-			return nil, fmt.Errorf("%s records %d connections (%s); choose one with --conn", r.Name, len(conns), joinInts(conns))
-		}
-		conn = conns[0]
-	} else if !containsInt(conns, conn) {
-		return nil, fmt.Errorf("%s has no connection %d (it has %s)", r.Name, conn, joinInts(conns))
-	}
-
-	s := &session{rec: r, conn: conn}
-	var frames []*Frame
-	partial := map[cassette.Dir]int{} // a line split into parts, being joined: its step index
-	joined := map[int]bool{}          // steps assembled from parts (JSON-ness unknown)
-	for i := range r.Records {
-		rec := &r.Records[i]
-		if rec.Conn != conn && rec.K != cassette.KindEvent {
-			continue
-		}
-		switch rec.K {
-		case cassette.KindFrame:
-			if rec.D != dirIn && rec.D != dirOut {
-				continue
-			}
-			payload := payloadOf(rec)
-			if pi, ok := partial[rec.D]; ok {
-				p := &s.steps[pi]
-				p.frame.Raw = append(p.frame.Raw, payload...)
-				joined[pi] = true
-				p.eol = rec.EOL
-				if !rec.Part {
-					delete(partial, rec.D)
-				}
-				continue
-			}
-			f := &Frame{Record: rec.N, Dir: rec.D, Raw: payload, json: rec.JSON != nil}
-			st := step{kind: stepFrame, frame: f, eol: rec.EOL, t: rec.T, pair: -1}
-			s.steps = append(s.steps, st)
-			frames = append(frames, f)
-			if rec.Part {
-				partial[rec.D] = len(s.steps) - 1
-			}
-		case cassette.KindStderr:
-			s.steps = append(s.steps, step{kind: stepStderr, frame: &Frame{Record: rec.N, Dir: cassette.DirErr, Raw: payloadOf(rec)}, eol: rec.EOL, t: rec.T, pair: -1})
-		case cassette.KindEvent:
-			switch {
-			case rec.Ev == cassette.EventStdinEOF && rec.Conn == conn:
-				s.steps = append(s.steps, step{kind: stepEOF, t: rec.T, pair: -1, frame: &Frame{Record: rec.N, Dir: dirIn, Kind: "eof"}})
-			case rec.Ev == cassette.EventConnClose && rec.Conn == conn && conn != 0:
-				s.steps = append(s.steps, step{kind: stepEOF, t: rec.T, pair: -1, frame: &Frame{Record: rec.N, Dir: dirIn, Kind: "eof"}})
-			case rec.Ev == cassette.EventSignal && rec.Conn == conn && rec.Signal != "":
-				s.steps = append(s.steps, step{kind: stepSignal, t: rec.T, pair: -1, sig: rec.Signal,
-					frame: &Frame{Record: rec.N, Dir: dirIn, Kind: "signal", Method: rec.Signal}})
-			case rec.Ev == cassette.EventExit && conn == 0:
-				ex := &Exit{}
-				if rec.Exit != nil {
-					ex.Code = *rec.Exit
-				} else if rec.Signal != "" {
-					ex.Signal = rec.Signal
-					ex.Code = 128 + signalNumber(rec.Signal)
-				}
-				s.steps = append(s.steps, step{kind: stepExit, t: rec.T, pair: -1, exit: ex})
-			}
-		}
-	}
-	for i, st := range s.steps {
-		if st.kind == stepFrame {
-			recorded := st.frame.json
-			if joined[i] {
-				recorded = json.Valid(st.frame.Raw)
-			}
-			st.frame.json = isJSONPayload(st.frame.Raw, recorded)
-		}
-	}
-	s.exitLast()
-
-	proto := r.Protocol
-	if proto == "" {
-		proto = detect(frames)
-	}
-	if protoOverride != "" && protoOverride != proto {
-		if r.Protocol != "" || !compatible(protoOverride, proto) {
-			return nil, fmt.Errorf("%s records a %s session, not %s", r.Name, proto, protoOverride)
-		}
-		proto = protoOverride
-	}
-	s.d = dialectFor(proto)
-	for _, st := range s.steps {
-		if st.kind == stepFrame {
-			s.d.classify(st.frame, st.frame.Dir == dirIn)
-		}
-	}
-	s.pairResponses()
-	return s, nil
-}
-
-// exitLast moves the exit event after everything else: a child writes
-// nothing after it exits, so output recorded after the exit event was
-// written before it and only read later (the tap drains the pipes after
-// reaping the child). Replaying the exit where it was recorded would cut
-// that output off.
-func (s *session) exitLast() {
-	for i, st := range s.steps {
-		if st.kind != stepExit || i == len(s.steps)-1 {
-			continue
-		}
-		last := s.steps[len(s.steps)-1].t
-		copy(s.steps[i:], s.steps[i+1:])
-		st.t = max(st.t, last)
-		s.steps[len(s.steps)-1] = st
-		return
-	}
-}
-
 // compatible: a sniffed protocol may be refined by --protocol within the
 // same family (a JSON-RPC cassette can be replayed as acp or mcp).
 func compatible(asked, sniffed string) bool {
 	return dialectFor(asked).family == dialectFor(sniffed).family && dialectFor(asked).family != famGeneric ||
 		sniffed == "raw"
-}
-
-// pairResponses links each response to the request it answers: the latest
-// earlier request from the other side with the same id that is not yet
-// answered. Responses copy the request's method (JSON-RPC responses carry
-// none).
-func (s *session) pairResponses() {
-	if !s.d.idKeyed() {
-		return
-	}
-	type key struct {
-		dir cassette.Dir
-		id  string
-	}
-	open := map[key][]int{}
-	for i := range s.steps {
-		st := &s.steps[i]
-		if st.kind != stepFrame || st.frame.ID == "" {
-			continue
-		}
-		f := st.frame
-		switch f.Kind {
-		case kindRequest:
-			k := key{f.Dir, f.ID}
-			open[k] = append(open[k], i)
-		case kindResponse:
-			other := dirIn
-			if f.Dir == dirIn {
-				other = dirOut
-			}
-			k := key{other, f.ID}
-			if q := open[k]; len(q) > 0 {
-				j := q[len(q)-1]
-				open[k] = q[:len(q)-1]
-				st.pair = j
-				s.steps[j].pair = i
-				if f.Method == "" {
-					f.Method = s.steps[j].frame.Method
-				}
-			}
-		}
-	}
 }
 
 // isJSONPayload: a payload recorded as JSON (the recorder checked it) that
@@ -315,7 +147,10 @@ func detect(frames []*Frame) string {
 }
 
 func payloadOf(rec *cassette.Record) []byte {
-	return append([]byte(nil), rec.Payload()...)
+	// The record's own bytes (never written to: the cap keeps the append
+	// that joins part records from reaching past them).
+	p := rec.Payload()
+	return p[:len(p):len(p)]
 }
 
 var signals = map[string]int{"SIGHUP": 1, "SIGINT": 2, "SIGQUIT": 3, "SIGKILL": 9, "SIGUSR1": 10,

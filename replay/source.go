@@ -1,0 +1,559 @@
+package replay
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+
+	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/protocol"
+)
+
+// Source is what a replay plays: a *Recording (in memory, replayable any
+// number of times) or a *Stream (a cassette read as the replay advances,
+// once).
+type Source interface {
+	feed() (*feed, error)
+}
+
+// feed is one run's view of a Source.
+type feed struct {
+	name     string
+	protocol string // the cassette's own ("" when it does not say)
+	conns    []int  // connections carrying frames
+	// lateMeta: meta records read before the replay starts may still name
+	// the protocol (a streamed cassette; a Recording has seen them all).
+	lateMeta bool
+	src      recordSource
+	cut      func(*cassette.TruncatedError) // the stream reached a torn tail
+}
+
+// recordSource yields a cassette's records after the header, in order,
+// then io.EOF; a *cassette.TruncatedError ends a cut-off cassette; any
+// other error is damage.
+type recordSource interface {
+	next() (*cassette.Record, error)
+	close() error
+}
+
+// sliceSource reads a Recording's records.
+type sliceSource struct {
+	recs []cassette.Record
+	i    int
+}
+
+func (s *sliceSource) next() (*cassette.Record, error) {
+	for s.i < len(s.recs) {
+		r := &s.recs[s.i]
+		s.i++
+		if r.K != cassette.KindHeader {
+			return r, nil
+		}
+	}
+	return nil, io.EOF
+}
+
+func (s *sliceSource) close() error { return nil }
+
+func (r *Recording) feed() (*feed, error) {
+	return &feed{name: r.Name, protocol: r.Protocol, conns: r.Conns(), src: &sliceSource{recs: r.Records}}, nil
+}
+
+// prefixSource gives the records read ahead at start-up (and the error
+// that ended them, if any), then the rest of the source.
+type prefixSource struct {
+	pre  []*cassette.Record
+	err  error
+	rest recordSource
+}
+
+func (p *prefixSource) next() (*cassette.Record, error) {
+	if len(p.pre) > 0 {
+		r := p.pre[0]
+		p.pre[0] = nil
+		p.pre = p.pre[1:]
+		return r, nil
+	}
+	if p.err != nil {
+		return nil, p.err
+	}
+	return p.rest.next()
+}
+
+func (p *prefixSource) close() error { return p.rest.close() }
+
+// Stream is a cassette opened for a streaming replay: its records are read
+// with the cassette's streaming reader as the replay advances, and the
+// replay keeps only the steps it may still need (see docs/replay.md,
+// "Memory"), so memory depends on the matching window and the largest
+// frame, not on the length of the session. A Stream is replayed once.
+type Stream struct {
+	Name   string          // path shown in reports
+	Header cassette.Header // record 0
+	// Warn, when not nil, is called once with a one-line message when the
+	// replay reaches the end of a truncated cassette (no end record, as
+	// after a SIGKILL): everything before the cut was replayed.
+	Warn func(msg string)
+
+	r     *cassette.Reader
+	conns []int
+	used  bool
+}
+
+// OpenStream opens the cassette at path for a streaming replay. It reads
+// the signature and the header; for a socket-mode cassette it also reads
+// the file once to list its connections (bounded memory). What it cannot
+// see yet is found as the replay reads on: a cassette with no frames or a
+// --protocol that disagrees fails when the replay starts (StartChild,
+// RunChild), damage further on stops the replay with an error where it is
+// reached, and a cut is replayed as far as it is complete.
+func OpenStream(path string) (*Stream, error) {
+	r, err := cassette.Open(path)
+	if err != nil {
+		return nil, describeOpenError(path, err)
+	}
+	s := &Stream{Name: path, Header: r.Header(), r: r, conns: []int{0}}
+	if s.Header.Mode == "socket" {
+		if s.conns, err = scanConns(path); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// scanConns reads a cassette through to list the connections that carry
+// frames (socket mode: --conn must name one).
+func scanConns(path string) ([]int, error) {
+	r, err := cassette.Open(path)
+	if err != nil {
+		return nil, describeOpenError(path, err)
+	}
+	defer r.Close()
+	seen := map[int]bool{}
+	var out []int
+	for {
+		x, err := r.Next()
+		var te *cassette.TruncatedError
+		if err == io.EOF || errors.As(err, &te) {
+			break
+		}
+		if err != nil {
+			return nil, describeOpenError(path, err)
+		}
+		if x.K == cassette.KindFrame && !seen[x.Conn] {
+			seen[x.Conn] = true
+			out = append(out, x.Conn)
+		}
+	}
+	if len(out) == 0 {
+		out = []int{0} // "no frames" is reported when the replay starts
+	}
+	sort.Ints(out)
+	return out, nil
+}
+
+// Close closes the cassette file. A replay closes it when it ends.
+func (s *Stream) Close() error {
+	if s.r == nil {
+		return nil
+	}
+	err := s.r.Close()
+	s.r = nil
+	return err
+}
+
+func (s *Stream) feed() (*feed, error) {
+	if s.used || s.r == nil {
+		return nil, fmt.Errorf("%s: a Stream is replayed once (open it again, or use Open for a Recording)", s.Name)
+	}
+	s.used = true
+	f := &feed{name: s.Name, protocol: s.Header.Protocol, conns: s.conns, lateMeta: true, src: &streamSource{s: s}}
+	f.cut = func(te *cassette.TruncatedError) {
+		if s.Warn != nil {
+			s.Warn(fmt.Sprintf("%s is %v; replayed every complete record", s.Name, te))
+		}
+	}
+	return f, nil
+}
+
+// streamSource reads the records of a Stream.
+type streamSource struct{ s *Stream }
+
+func (ss *streamSource) next() (*cassette.Record, error) {
+	if ss.s.r == nil {
+		return nil, io.EOF
+	}
+	for {
+		x, err := ss.s.r.Next()
+		if err != nil {
+			var te *cassette.TruncatedError
+			if err != io.EOF && !errors.As(err, &te) {
+				err = describeOpenError(ss.s.Name, err)
+			}
+			return nil, err
+		}
+		if x.K != cassette.KindHeader {
+			return x, nil
+		}
+	}
+}
+
+func (ss *streamSource) close() error { return ss.s.Close() }
+
+// readAheadMeta bounds how far start-up reads before the replay begins, to name the
+// protocol when the cassette's header does not: the frames protocol
+// detection looks at, then a few more records for a meta record.
+const readAheadMeta = 64
+
+// start reads the first records of f for connection conn: enough to know
+// the protocol and that there is a frame to replay. It returns the
+// protocol (the cassette's, else detected) and a source that gives those
+// records again, then the rest.
+func (f *feed) start(conn int) (string, recordSource, error) {
+	proto := f.protocol
+	p := &prefixSource{rest: f.src}
+	var frames []*Frame
+	partial := map[cassette.Dir]*Frame{}
+	complete, after := 0, 0
+	for {
+		if complete > 0 && proto != "" {
+			break
+		}
+		if complete >= protocol.DetectFrames && (!f.lateMeta || after >= readAheadMeta) {
+			break
+		}
+		x, err := f.src.next()
+		if err != nil {
+			p.err = err
+			break
+		}
+		p.pre = append(p.pre, x)
+		if complete >= protocol.DetectFrames {
+			after++
+		}
+		switch {
+		case x.K == cassette.KindMeta && f.lateMeta && x.Protocol != "":
+			proto = x.Protocol
+		case x.K == cassette.KindFrame && x.Conn == conn && (x.D == dirIn || x.D == dirOut):
+			if g := partial[x.D]; g != nil {
+				g.Raw = append(g.Raw, x.Payload()...)
+			} else {
+				g = &Frame{Raw: append([]byte(nil), x.Payload()...)}
+				frames = append(frames, g)
+				partial[x.D] = g
+			}
+			if !x.Part {
+				delete(partial, x.D)
+				complete++
+			}
+		}
+	}
+	if len(frames) == 0 {
+		f.src.close()
+		var te *cassette.TruncatedError
+		switch {
+		case p.err == nil || p.err == io.EOF:
+			return "", nil, fmt.Errorf("%s: %w", f.name, ErrEmpty)
+		case errors.As(p.err, &te):
+			return "", nil, fmt.Errorf("%s: %w (%v)", f.name, ErrEmpty, te)
+		}
+		return "", nil, p.err
+	}
+	if p.err != nil && p.err != io.EOF {
+		var te *cassette.TruncatedError
+		if !errors.As(p.err, &te) {
+			f.src.close()
+			return "", nil, p.err // damage in the first records: refused
+		}
+	}
+	if proto == "" {
+		proto = detect(frames)
+	}
+	return proto, p, nil
+}
+
+// stepper turns the records of one connection into the causal sequence of
+// steps, one at a time: it joins part records, classifies frames with the
+// dialect, links responses to their requests, and holds the exit event
+// back until everything else was given (see exitLast in docs).
+type stepper struct {
+	src     recordSource
+	conn    int
+	d       dialect
+	queue   []*estep // built steps, in order; the head may wait for its parts
+	partial map[cassette.Dir]*estep
+	exit    *estep // the first exit event, given last
+	lastT   int64  // t of the latest step other than the held exit
+	prevT   int64  // t of the step given last
+	given   bool   // a step was given
+	open    map[pairKey][]*estep
+	ended   bool
+	err     error                    // damage: the replay stops
+	cut     *cassette.TruncatedError // the cassette ends in a cut
+}
+
+type pairKey struct {
+	dir cassette.Dir
+	id  string
+}
+
+func newStepper(src recordSource, conn int, d dialect) *stepper {
+	return &stepper{src: src, conn: conn, d: d, partial: map[cassette.Dir]*estep{}, open: map[pairKey][]*estep{}}
+}
+
+// next returns the next step, or nil at the end of the sequence (sp.err
+// tells whether the cassette was damaged there, sp.cut whether it was cut
+// off).
+func (sp *stepper) next() *estep {
+	for {
+		if len(sp.queue) > 0 && (sp.ended || !sp.queue[0].parts) {
+			st := sp.queue[0]
+			sp.queue[0] = nil
+			sp.queue = sp.queue[1:]
+			sp.finalize(st)
+			return sp.give(st)
+		}
+		if sp.ended {
+			if ex := sp.exit; ex != nil {
+				// A child writes nothing after it exits: output recorded
+				// after the exit event was written before it and read
+				// later (the tap drains the pipes after reaping the child).
+				sp.exit = nil
+				ex.t = max(ex.t, sp.lastT)
+				return sp.give(ex)
+			}
+			return nil
+		}
+		x, err := sp.src.next()
+		if err != nil {
+			sp.ended = true
+			var te *cassette.TruncatedError
+			switch {
+			case err == io.EOF:
+			case errors.As(err, &te):
+				sp.cut = te
+			default:
+				sp.err = err
+				sp.queue, sp.exit = nil, nil
+			}
+			sp.src.close()
+			continue
+		}
+		sp.add(x)
+	}
+}
+
+func (sp *stepper) give(st *estep) *estep {
+	if sp.given {
+		st.prevT = sp.prevT
+	} else {
+		st.prevT = st.t
+	}
+	sp.given = true
+	sp.prevT = st.t
+	return st
+}
+
+func (sp *stepper) push(st step) {
+	sp.queue = append(sp.queue, &estep{step: st})
+	if st.kind != stepExit {
+		sp.lastT = max(sp.lastT, st.t)
+	}
+}
+
+// add turns one record into a step (or part of one).
+func (sp *stepper) add(rec *cassette.Record) {
+	conn := sp.conn
+	if rec.Conn != conn && rec.K != cassette.KindEvent {
+		return
+	}
+	switch rec.K {
+	case cassette.KindFrame:
+		if rec.D != dirIn && rec.D != dirOut {
+			return
+		}
+		if p := sp.partial[rec.D]; p != nil {
+			p.frame.Raw = append(p.frame.Raw, rec.Payload()...)
+			p.joined = true
+			p.eol = rec.EOL
+			sp.lastT = max(sp.lastT, rec.T)
+			if !rec.Part {
+				p.parts = false
+				delete(sp.partial, rec.D)
+			}
+			return
+		}
+		f := &Frame{Record: rec.N, Dir: rec.D, Raw: payloadOf(rec), json: rec.JSON != nil}
+		sp.push(step{kind: stepFrame, frame: f, eol: rec.EOL, t: rec.T, parts: rec.Part})
+		if rec.Part {
+			sp.partial[rec.D] = sp.queue[len(sp.queue)-1]
+		}
+	case cassette.KindStderr:
+		sp.push(step{kind: stepStderr, frame: &Frame{Record: rec.N, Dir: cassette.DirErr, Raw: payloadOf(rec)}, eol: rec.EOL, t: rec.T})
+	case cassette.KindEvent:
+		switch {
+		case rec.Ev == cassette.EventStdinEOF && rec.Conn == conn,
+			rec.Ev == cassette.EventConnClose && rec.Conn == conn && conn != 0:
+			sp.push(step{kind: stepEOF, t: rec.T, frame: &Frame{Record: rec.N, Dir: dirIn, Kind: "eof"}})
+		case rec.Ev == cassette.EventSignal && rec.Conn == conn && rec.Signal != "":
+			sp.push(step{kind: stepSignal, t: rec.T, sig: rec.Signal,
+				frame: &Frame{Record: rec.N, Dir: dirIn, Kind: "signal", Method: rec.Signal}})
+		case rec.Ev == cassette.EventExit && conn == 0:
+			ex := &Exit{}
+			if rec.Exit != nil {
+				ex.Code = *rec.Exit
+			} else if rec.Signal != "" {
+				ex.Signal = rec.Signal
+				ex.Code = 128 + signalNumber(rec.Signal)
+			}
+			st := step{kind: stepExit, t: rec.T, exit: ex}
+			if sp.exit == nil {
+				sp.exit = &estep{step: st}
+				return
+			}
+			sp.push(st)
+		}
+	}
+}
+
+// finalize completes a frame step once all its parts are in: JSON-ness,
+// classification, and the link between a response and its request (the
+// latest earlier request from the other side with the same id that is not
+// yet answered; a response copies the request's method).
+func (sp *stepper) finalize(st *estep) {
+	if st.kind != stepFrame {
+		return
+	}
+	f := st.frame
+	recorded := f.json
+	if st.joined {
+		recorded = json.Valid(f.Raw)
+	}
+	f.json = isJSONPayload(f.Raw, recorded)
+	st.parts, st.joined = false, false
+	sp.d.classify(f, f.Dir == dirIn)
+	if !sp.d.idKeyed() || f.ID == "" {
+		return
+	}
+	switch f.Kind {
+	case kindRequest:
+		k := pairKey{f.Dir, f.ID}
+		sp.open[k] = append(sp.open[k], st)
+	case kindResponse:
+		other := dirIn
+		if f.Dir == dirIn {
+			other = dirOut
+		}
+		k := pairKey{other, f.ID}
+		if q := sp.open[k]; len(q) > 0 {
+			req := q[len(q)-1]
+			if len(q) == 1 {
+				delete(sp.open, k)
+			} else {
+				sp.open[k] = q[:len(q)-1]
+			}
+			st.pair = req
+			if f.Method == "" {
+				f.Method = req.frame.Method
+			}
+		}
+	}
+}
+
+// prefetcher is the goroutine type that reads and prepares steps ahead of
+// the engine (decompressing, decoding records, classifying), so that a
+// reply does not wait for the cassette: while the engine waits for the live
+// side, the next steps are made ready. It queues at most prefetchSteps
+// steps or prefetchBytes of frames (one step more when a single frame is
+// larger); the engine takes the whole queue at once, so at most twice that
+// is ahead of the held steps. It owns the stepper until it ends: ended is
+// set at the end of the sequence (or once stop was asked), after which the
+// stepper's err and cut are the engine's to read. It waits only on the
+// cassette file and on the engine taking steps.
+type prefetcher struct {
+	sp *stepper
+
+	mu      sync.Mutex
+	cond    *sync.Cond // the queue changed, or stop was asked
+	q       []*estep
+	bytes   int  // frame bytes in q
+	ended   bool // the goroutine is done with the stepper
+	stopped bool // the engine wants no more steps
+}
+
+const (
+	prefetchSteps = 1024
+	prefetchBytes = 1 << 20
+)
+
+func startPrefetch(sp *stepper) *prefetcher {
+	pf := &prefetcher{sp: sp}
+	pf.cond = sync.NewCond(&pf.mu)
+	go pf.run()
+	return pf
+}
+
+func (pf *prefetcher) run() {
+	defer func() {
+		pf.mu.Lock()
+		pf.ended = true
+		pf.cond.Broadcast()
+		pf.mu.Unlock()
+	}()
+	for {
+		st := pf.sp.next()
+		if st == nil {
+			return
+		}
+		n := 0
+		if st.frame != nil {
+			n = len(st.frame.Raw)
+		}
+		pf.mu.Lock()
+		for (len(pf.q) >= prefetchSteps || pf.bytes >= prefetchBytes) && !pf.stopped {
+			pf.cond.Wait()
+		}
+		if pf.stopped {
+			pf.mu.Unlock()
+			pf.sp.src.close()
+			return
+		}
+		pf.q = append(pf.q, st)
+		pf.bytes += n
+		if len(pf.q) == 1 {
+			pf.cond.Broadcast() // the engine may be waiting for it
+		}
+		pf.mu.Unlock()
+	}
+}
+
+// take waits for steps and returns every queued one (appended to buf), or
+// buf unchanged at the end of the sequence.
+func (pf *prefetcher) take(buf []*estep) []*estep {
+	pf.mu.Lock()
+	defer pf.mu.Unlock()
+	for len(pf.q) == 0 && !pf.ended {
+		pf.cond.Wait()
+	}
+	buf = append(buf, pf.q...)
+	clear(pf.q)
+	pf.q = pf.q[:0]
+	pf.bytes = 0
+	pf.cond.Broadcast()
+	return buf
+}
+
+// halt ends the goroutine and waits for it.
+func (pf *prefetcher) halt() {
+	pf.mu.Lock()
+	pf.stopped = true
+	pf.cond.Broadcast()
+	for !pf.ended {
+		pf.cond.Wait()
+	}
+	pf.mu.Unlock()
+}
