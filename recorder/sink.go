@@ -338,14 +338,21 @@ func SinkMain() int {
 		return 2
 	}
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
-	// rpctap and its sink aim at 32 MiB together: make the garbage
-	// collector work harder rather than let the heap grow past ~20 MiB
-	// (a soft limit; a 16 MiB line still fits, at some GC cost). GOMEMLIMIT
-	// in the environment wins. Measured with bench/wire (agent mix): 24 MiB
-	// gave a 27.6 MiB sink peak at 17.3 CPU s/GiB, 20 MiB 23.7 MiB at 18.2,
-	// 16 MiB 22.6 MiB at 27 (the collector then runs nearly all the time).
+	// rpctap and its sink aim at 32 MiB together (VmHWM of both added):
+	// make the garbage collector work harder rather than let the heap grow
+	// past ~19 MiB (a soft limit; a 16 MiB line still fits, at some GC
+	// cost). GOMEMLIMIT in the environment wins. On the agent mix the
+	// sink's live heap peaks at ~12.5 MB (900 KB frames: zstd's history, the
+	// line buffer, the validator's copy, queued chunks, the batch), so the
+	// limit, not the live heap, sets the sink's peak: about the limit plus
+	// 3.5 MiB (the executable's pages; the runtime counts some memory that
+	// is not resident). Measured with bench/wire (agent mix, sink VmHWM and
+	// CPU s/GiB of rpctap + sink): 20 MiB 23.1 MiB, 19 MiB 22.4 MiB for
+	// about 3 % more CPU (the collector's own share of the sink's CPU goes
+	// from ~5 % to ~8 %), 18 MiB 21.4 MiB for ~11 %, 17 MiB 20.8 MiB for
+	// ~22 %; earlier, 24 MiB gave 27.6 MiB and 16 MiB cost 50 %.
 	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(20 << 20)
+		debug.SetMemoryLimit(19 << 20)
 	}
 	return runSink(ctl, data, status)
 }
@@ -373,7 +380,13 @@ func runSink(ctl io.ReadCloser, data [3]*os.File, statusF io.WriteCloser) (code 
 			code = 1
 		}
 	}()
-	cr := bufio.NewReaderSize(ctl, 64<<10)
+	// Read buffers: the ctl pipe carries the config, events and gaps, a few
+	// small messages per session; a data pipe's messages are at most the
+	// tap's 64 KiB chunk plus a header, and a payload at least as large as
+	// the buffer is read straight into the chunk's own buffer, so a larger
+	// buffer would only save a read system call per chunk. (They were 64
+	// and 128 KiB: 448 KiB of the sink's live heap.)
+	cr := bufio.NewReaderSize(ctl, 4<<10)
 	var h msgHeader
 	if err := readHeader(cr, &h); err != nil || h.typ != msgConfig {
 		st.send(sinkStatus{Warn: "recorder got no configuration; nothing recorded"})
@@ -419,7 +432,7 @@ func runSink(ctl io.ReadCloser, data [3]*os.File, statusF io.WriteCloser) (code 
 		go func() {
 			defer wg.Done()
 			d := &drainReader{r: f}
-			sinkReader(rec, bufio.NewReaderSize(d, 128<<10), d, gate)
+			sinkReader(rec, bufio.NewReaderSize(d, tap.ChunkSize), d, gate)
 		}()
 	}
 	wg.Wait()
