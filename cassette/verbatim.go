@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"unicode/utf8"
+
+	"github.com/rpctap/rpctap/internal/jsonscan"
 )
 
 // Verbatim reports whether a line (without its line ending) may be embedded
@@ -13,7 +15,19 @@ import (
 // ends with white space. It is the rule SetPayload applies, in one pass over
 // the bytes; a caller that already called it may hand the answer to
 // SetPayloadChecked instead of paying for the pass twice.
-func Verbatim(p []byte) bool {
+func Verbatim(p []byte) bool { return verbatim(p, nil) }
+
+// VerbatimIndexed is Verbatim that also fills x (reset first) with where
+// the frame's objects, arrays and long string values end, so that later
+// walks of the same frame (classification, redaction) skip them by lookup
+// instead of scanning them again. x means something only when the answer
+// is true.
+func VerbatimIndexed(p []byte, x *jsonscan.Index) bool {
+	x.Reset()
+	return verbatim(p, x)
+}
+
+func verbatim(p []byte, x *jsonscan.Index) bool {
 	if len(p) == 0 || isSpace(p[0]) || isSpace(p[len(p)-1]) {
 		return false
 	}
@@ -31,10 +45,14 @@ func Verbatim(p []byte) bool {
 			if len(stack) >= maxJSONDepth {
 				return false
 			}
+			start := i
 			i = skipSpaceNoNL(p, i+1)
 			if i < len(p) && p[i] == '}' {
 				i++
 				break
+			}
+			if x != nil {
+				x.Open(start)
 			}
 			stack = append(stack, '{')
 			var ok bool
@@ -46,17 +64,25 @@ func Verbatim(p []byte) bool {
 			if len(stack) >= maxJSONDepth {
 				return false
 			}
+			start := i
 			i = skipSpaceNoNL(p, i+1)
 			if i < len(p) && p[i] == ']' {
 				i++
 				break
 			}
+			if x != nil {
+				x.Open(start)
+			}
 			stack = append(stack, '[')
 			continue
 		case c == '"':
+			start := i
 			var ok bool
 			if i, ok = scanString(p, i+1); !ok {
 				return false
+			}
+			if x != nil {
+				x.String(start, i)
 			}
 		case c == '-' || c >= '0' && c <= '9':
 			var ok bool
@@ -105,6 +131,9 @@ func Verbatim(p []byte) bool {
 			if top == '{' && c == '}' || top == '[' && c == ']' {
 				stack = stack[:len(stack)-1]
 				i++
+				if x != nil {
+					x.Close(i)
+				}
 				continue
 			}
 			return false

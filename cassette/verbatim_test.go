@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/rpctap/rpctap/internal/jsonscan"
 )
 
 // refVerbatim is the plain statement of the rule Verbatim implements in one
@@ -64,6 +66,7 @@ func TestVerbatim(t *testing.T) {
 		if got, want := Verbatim(p), refVerbatim(p); got != want {
 			t.Fatalf("Verbatim(%.200q) = %v, want %v", p, got, want)
 		}
+		checkVerbatimIndex(t, p)
 	}
 	yes := 0
 	for _, p := range verbatimSeeds(t) {
@@ -98,7 +101,37 @@ func FuzzVerbatim(f *testing.F) {
 		if got, want := Verbatim(p), refVerbatim(p); got != want {
 			t.Fatalf("Verbatim(%q) = %v, want %v", p, got, want)
 		}
+		checkVerbatimIndex(t, p)
 	})
+}
+
+// checkVerbatimIndex: VerbatimIndexed answers as Verbatim does, and on
+// accepted frames its index knows every non-empty container and agrees
+// with jsonscan.SkipValue wherever it knows an end.
+func checkVerbatimIndex(t *testing.T, p []byte) {
+	t.Helper()
+	var x jsonscan.Index
+	ok := VerbatimIndexed(p, &x)
+	if ok != Verbatim(p) {
+		t.Fatalf("VerbatimIndexed(%.200q) = %v, Verbatim %v", p, ok, !ok)
+	}
+	if !ok {
+		return
+	}
+	var all jsonscan.Index
+	all.Build(p)
+	for i := range p {
+		e, known := x.End(i)
+		if !known {
+			if e2, in := all.End(i); in && (p[i] == '{' || p[i] == '[') && e2-i > 2 && len(bytes.TrimSpace(p[i+1:e2-1])) > 0 {
+				t.Fatalf("%.200q: container at %d not indexed", p, i)
+			}
+			continue
+		}
+		if want, wok := jsonscan.SkipValue(p, i); !wok || want != e {
+			t.Fatalf("%.200q at %d: index says %d, SkipValue %d %v", p, i, e, want, wok)
+		}
+	}
 }
 
 // BenchmarkVerbatim: the one-pass check against encoding/json.Valid (which

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/rpctap/rpctap/internal/jsonscan"
 )
 
 // indexCorpus: every ACP/MCP frame of ../shared/traffic, frames generated
@@ -130,6 +132,27 @@ func TestFrameIndexSameVerdicts(t *testing.T) {
 		}
 		if len(fs) < 500 {
 			t.Fatalf("%s: only %d frames", name, len(fs))
+		}
+	}
+}
+
+// TestClassifyIndexed: classification through an index of the frame gives
+// Classify's answer, for every protocol (those without an indexed path
+// fall back to Classify).
+func TestClassifyIndexed(t *testing.T) {
+	var idx jsonscan.Index
+	for _, name := range Names() {
+		p, _ := Lookup(name)
+		for _, src := range []string{"acp", "mcp"} {
+			for _, f := range indexCorpus(t, src) {
+				if !json.Valid(f.frame) {
+					continue
+				}
+				idx.Build(f.frame)
+				if got, want := ClassifyIndexed(p, f.dir, f.frame, &idx), p.Classify(f.dir, f.frame); got != want {
+					t.Fatalf("%s: ClassifyIndexed(%s) = %+v, Classify %+v", name, f.frame, got, want)
+				}
+			}
 		}
 	}
 }

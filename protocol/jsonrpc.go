@@ -66,6 +66,12 @@ func classifyRPC(frame []byte) Info {
 	return f.info()
 }
 
+// classifyRPCIn is classifyRPC skipping values through x.
+func classifyRPCIn(x *frameIndex, frame []byte) Info {
+	f := scanRPCMembersIn(x, frame, true)
+	return f.info()
+}
+
 func (f *rpcFields) info() Info {
 	if !f.object {
 		return Info{Kind: Invalid}

@@ -79,7 +79,8 @@ func forEachMemberIn(x *frameIndex, b []byte, fn func(key, val []byte) bool) boo
 // exactly what skipValue would (see jsonscan.Index).
 type frameIndex struct {
 	frame []byte
-	idx   jsonscan.Index
+	idx   *jsonscan.Index // own, or one the caller built (ClassifyIndexed)
+	own   jsonscan.Index
 	on    bool
 }
 
@@ -94,12 +95,29 @@ var noFrameIndex bool
 func (x *frameIndex) build(frame []byte) {
 	x.frame, x.on = frame, !noFrameIndex && len(frame) >= minIndexedFrame
 	if x.on {
-		x.idx.Build(frame)
+		x.idx = &x.own
+		x.own.Build(frame)
 	}
 }
 
 // reset drops the frame (the index memory is kept).
-func (x *frameIndex) reset() { x.frame, x.on = nil, false; x.idx.Reset() }
+func (x *frameIndex) reset() { x.frame, x.idx, x.on = nil, nil, false; x.own.Reset() }
+
+// ClassifyIndexed is p.Classify(dir, frame) for a frame that idx indexes
+// (a recorder gets idx from cassette.VerbatimIndexed, which checks every
+// frame's syntax anyway): the JSON-RPC family skips a notification's params
+// by lookup instead of scanning them. idx must index exactly frame, which
+// must be valid JSON; nil idx means no index.
+func ClassifyIndexed(p Protocol, dir Dir, frame []byte, idx *jsonscan.Index) Info {
+	if idx != nil {
+		switch p.(type) {
+		case acpProto, mcpProto, jsonrpcProto: // Classify is classifyRPC
+			x := frameIndex{frame: frame, idx: idx, on: true}
+			return classifyRPCIn(&x, frame)
+		}
+	}
+	return p.Classify(dir, frame)
+}
 
 // skip is skipValue(b, i). When b is a piece of the indexed frame (sliced
 // from it, so cap tells its offset) and the value at i is indexed, it is a

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/jsonscan"
 	"github.com/rpctap/rpctap/protocol"
 	"github.com/rpctap/rpctap/tap"
 )
@@ -152,8 +153,11 @@ type Recorder struct {
 	validating bool          // the validator goroutine is being fed
 	valStopped bool
 	redactor   redactor
-	lastT      int64 // T of the latest chunk written
-	putT       int64 // latest T of any record written: violations found later take it, so T never runs backwards for them
+	vidx       jsonscan.Index // value ends of the frame being written (cassette.VerbatimIndexed)
+	vidxFor    []byte         // that frame
+	vidxOK     bool           // vidx is valid for vidxFor
+	lastT      int64          // T of the latest chunk written
+	putT       int64          // latest T of any record written: violations found later take it, so T never runs backwards for them
 	stats      Stats
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/jsonscan"
 	"github.com/rpctap/rpctap/protocol"
 	"github.com/rpctap/rpctap/tap"
 )
@@ -107,6 +108,12 @@ func (r *Recorder) line(conn int, stream tap.Stream, t int64, payload []byte, eo
 	}
 	// Detection may write a meta record first; the frame's number is
 	// known once it was appended.
+	// One syntax pass per frame: its answer picks the payload form and
+	// spares the validator's Session its own json.Valid, and the index it
+	// fills lets classification and redaction skip long values by lookup.
+	verbatim := cassette.VerbatimIndexed(payload, &r.vidx)
+	r.vidxFor, r.vidxOK = payload, verbatim
+	defer func() { r.vidxFor, r.vidxOK = nil, false }()
 	var info protocol.Info
 	validate, keep := false, false
 	r.rawInfoOK = false
@@ -120,9 +127,6 @@ func (r *Recorder) line(conn int, stream tap.Stream, t int64, payload []byte, eo
 	if info.ID != "" {
 		r.rec.ID = json.RawMessage(info.ID)
 	}
-	// One syntax pass per frame: its answer picks the payload form and
-	// spares the validator's Session its own json.Valid.
-	verbatim := cassette.Verbatim(payload)
 	if out, changed := r.redactFrame(payload, verbatim); changed {
 		r.rec.SetPayload(out)
 		r.rec.Redacted = true
@@ -230,7 +234,7 @@ func (r *Recorder) classifyBy(p protocol.Protocol, conn int, dir protocol.Dir, f
 				r.warn("classify", fmt.Sprintf("frame classification failed (%s); frames are recorded unclassified from now on", panicLine(p)))
 			}
 		}()
-		info = p.Classify(dir, frame)
+		info = protocol.ClassifyIndexed(p, dir, frame, r.indexOf(frame))
 		r.rawInfo, r.rawInfoOK = info, true
 	}()
 	if info.ID == "" {
@@ -256,6 +260,16 @@ func (r *Recorder) classifyBy(p protocol.Protocol, conn int, dir protocol.Dir, f
 		}
 	}
 	return info
+}
+
+// indexOf returns the index cassette.VerbatimIndexed made of frame, or
+// nil when it has none (the frame is not the one being written, or not
+// valid JSON).
+func (r *Recorder) indexOf(frame []byte) *jsonscan.Index {
+	if !r.vidxOK || len(frame) == 0 || len(r.vidxFor) != len(frame) || &r.vidxFor[0] != &frame[0] {
+		return nil
+	}
+	return &r.vidx
 }
 
 // queueValidation hands a frame to the validator goroutine without ever

@@ -1,20 +1,25 @@
 package recorder
 
-import "github.com/rpctap/rpctap/redact"
+import (
+	"github.com/rpctap/rpctap/internal/jsonscan"
+	"github.com/rpctap/rpctap/redact"
+)
 
 // redactor replaces secrets in a line before it is written. The live
 // session is never altered: only the copy in the cassette.
 type redactor interface {
 	redact(line []byte) (out []byte, changed bool)
 	// redactJSON is redact for a line already found to be valid JSON.
-	redactJSON(line []byte) (out []byte, changed bool)
+	redactJSON(line []byte, idx *jsonscan.Index) (out []byte, changed bool)
 }
 
 type redactAdapter struct{ r *redact.Redactor }
 
 func (a redactAdapter) redact(line []byte) ([]byte, bool) { return a.r.Line(line) }
 
-func (a redactAdapter) redactJSON(line []byte) ([]byte, bool) { return a.r.LineJSON(line) }
+func (a redactAdapter) redactJSON(line []byte, idx *jsonscan.Index) ([]byte, bool) {
+	return a.r.LineJSONIndexed(line, idx)
+}
 
 // newRedactor builds the redactor for opts: the redact package's default
 // rules plus opts.Keys, or nil when redaction is off.
@@ -42,7 +47,7 @@ func (r *Recorder) redactFrame(payload []byte, verbatim bool) ([]byte, bool) {
 		return payload, false
 	}
 	if verbatim {
-		return r.redactor.redactJSON(payload)
+		return r.redactor.redactJSON(payload, r.indexOf(payload))
 	}
 	return r.redactor.redact(payload)
 }

@@ -148,7 +148,7 @@ func Normalize(k string) string {
 // anything was replaced. A valid JSON frame stays valid JSON; a frame that
 // was not valid JSON does not become valid.
 func (r *Redactor) Line(line []byte) ([]byte, bool) {
-	out, applied, _ := r.line(line, false)
+	out, applied, _ := r.line(line, false, nil)
 	return out, len(applied) > 0
 }
 
@@ -158,14 +158,22 @@ func (r *Redactor) Line(line []byte) ([]byte, bool) {
 // word, and the candidate scan (it walks the frame's keys instead). Given a
 // frame that is not valid JSON its result is unspecified.
 func (r *Redactor) LineJSON(line []byte) ([]byte, bool) {
-	out, applied, _ := r.line(line, true)
+	out, applied, _ := r.line(line, true, nil)
+	return out, len(applied) > 0
+}
+
+// LineJSONIndexed is LineJSON for a frame that idx indexes (the recorder
+// gets idx from cassette.VerbatimIndexed): long string values are skipped
+// by lookup. idx must index exactly line; nil means no index.
+func (r *Redactor) LineJSONIndexed(line []byte, idx *jsonscan.Index) ([]byte, bool) {
+	out, applied, _ := r.line(line, true, idx)
 	return out, len(applied) > 0
 }
 
 // line is Line, also returning the spans of line that were replaced and
 // whether the line was treated as JSON (tests check that every other byte
 // is unchanged).
-func (r *Redactor) line(line []byte, knownJSON bool) (out []byte, applied []span, isJSON bool) {
+func (r *Redactor) line(line []byte, knownJSON bool, idx *jsonscan.Index) (out []byte, applied []span, isJSON bool) {
 	if !r.Enabled() {
 		return line, nil, false
 	}
@@ -183,6 +191,9 @@ func (r *Redactor) line(line []byte, knownJSON bool) (out []byte, applied []span
 		return out, applied, false
 	}
 	w := walker{b: line, r: r}
+	if idx != nil {
+		w.ends = idx.Cursor()
+	}
 	if _, ok := w.value(jsonscan.SkipWS(line, 0), 0, ctxNone); !ok || len(w.spans) == 0 {
 		return line, nil, true
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/rpctap/rpctap/internal/jsonscan"
 )
 
 func TestLine(t *testing.T) {
@@ -143,11 +145,16 @@ func TestTraffic(t *testing.T) {
 // and that validity is kept.
 func checkSplice(t *testing.T, r *Redactor, in []byte) {
 	t.Helper()
-	out, spans, isJSON := r.line(in, false)
+	out, spans, isJSON := r.line(in, false, nil)
 	if json.Valid(in) {
-		// The trusted entry point must agree with the checking one.
+		// The trusted entry points must agree with the checking one.
 		if trusted, _ := r.LineJSON(in); !bytes.Equal(trusted, out) {
 			t.Fatalf("LineJSON(%q) = %q, Line gave %q", in, trusted, out)
+		}
+		var idx jsonscan.Index
+		idx.Build(in)
+		if trusted, _ := r.LineJSONIndexed(in, &idx); !bytes.Equal(trusted, out) {
+			t.Fatalf("LineJSONIndexed(%q) = %q, Line gave %q", in, trusted, out)
 		}
 	}
 	var rebuilt []byte
@@ -277,6 +284,8 @@ func TestLineJSONWalksLikeLine(t *testing.T) {
 		`{"env":{"A":"s","B":{"c":"s"}},"ENV":["K=s",{"name":"N","value":"s"}]}`,
 		`{"text":"token secret password env auth bearer abc","nested":[{"type":"text"}]}`,
 		`[{"apiKey":1e5},{"Set-Cookie":"s"},"token"]`,
+		// long strings, which an index skips by lookup
+		`{"text":"` + strings.Repeat(`token \"x\" `, 8) + `","token":"` + strings.Repeat("s", 60) + `","env":{"A":"` + strings.Repeat("e", 60) + `"},"name":"` + strings.Repeat("n", 60) + `"}`,
 	} {
 		if !json.Valid([]byte(in)) {
 			t.Fatalf("test frame %s is not JSON", in)

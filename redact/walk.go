@@ -15,7 +15,8 @@ type walker struct {
 	b     []byte
 	r     *Redactor
 	spans []span
-	kbuf  [64]byte // the normalized key being looked at
+	kbuf  [64]byte        // the normalized key being looked at
+	ends  jsonscan.Cursor // string ends known from an index of b (LineJSONIndexed)
 }
 
 // context of a value: what its container says about it.
@@ -40,6 +41,9 @@ func (w *walker) value(i, depth int, c ctx) (int, bool) {
 	case '[':
 		return w.array(i, depth, c)
 	case '"':
+		if e, ok := w.ends.End(i); ok {
+			return e, true
+		}
 		return jsonscan.SkipString(w.b, i)
 	default:
 		j := i

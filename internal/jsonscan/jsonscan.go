@@ -121,23 +121,15 @@ func (x *Index) Build(b []byte) {
 			if !ok {
 				return // unclosed: every later value start is inside it
 			}
-			if e-i >= MinIndexedString {
-				x.start = append(x.start, int32(i))
-				x.end = append(x.end, int32(e))
-			}
+			x.String(i, e)
 			i = e
 			continue
 		case '{', '[':
-			x.stack = append(x.stack, int32(len(x.start)))
-			x.start = append(x.start, int32(i))
-			x.end = append(x.end, -1)
+			x.Open(i)
 		case '}', ']':
 			// SkipValue counts depth without matching bracket kinds, and
 			// so does this: a close ends the innermost open container.
-			if n := len(x.stack); n > 0 {
-				x.end[x.stack[n-1]] = int32(i + 1)
-				x.stack = x.stack[:n-1]
-			}
+			x.Close(i + 1)
 		}
 		i++
 	}
@@ -145,6 +137,64 @@ func (x *Index) Build(b []byte) {
 
 // Reset forgets the text (keeping the memory).
 func (x *Index) Reset() { x.start, x.end, x.stack = x.start[:0], x.end[:0], x.stack[:0] }
+
+// A scanner that checks a JSON text anyway (cassette.Verbatim) can fill an
+// Index as a by-product with Open, Close and String, calling them in the
+// order the values start (Reset first). Such an index is only as good as
+// that scanner's verdict: use it only for text the scanner accepted.
+
+// Open records a non-empty object or array starting at i.
+func (x *Index) Open(i int) {
+	x.stack = append(x.stack, int32(len(x.start)))
+	x.start = append(x.start, int32(i))
+	x.end = append(x.end, -1)
+}
+
+// Close records that the innermost open container ends just before end.
+func (x *Index) Close(end int) {
+	if n := len(x.stack); n > 0 {
+		x.end[x.stack[n-1]] = int32(end)
+		x.stack = x.stack[:n-1]
+	}
+}
+
+// String records a string spanning [start, end) (kept if at least
+// MinIndexedString long).
+func (x *Index) String(start, end int) {
+	if end-start >= MinIndexedString {
+		x.start = append(x.start, int32(start))
+		x.end = append(x.end, int32(end))
+	}
+}
+
+// Cursor looks values up in increasing order of their start in amortized
+// constant time (a walk from the front of the text); a lookup behind the
+// previous one falls back to a binary search.
+type Cursor struct {
+	x *Index
+	k int
+}
+
+// Cursor returns a cursor at the start of the text.
+func (x *Index) Cursor() Cursor { return Cursor{x: x} }
+
+// End is Index.End.
+func (c *Cursor) End(i int) (int, bool) {
+	x := c.x
+	if x == nil {
+		return 0, false
+	}
+	if c.k > 0 && c.k <= len(x.start) && int(x.start[c.k-1]) >= i {
+		return x.End(i)
+	}
+	for c.k < len(x.start) && int(x.start[c.k]) < i {
+		c.k++
+	}
+	if c.k < len(x.start) && int(x.start[c.k]) == i && x.end[c.k] >= 0 {
+		return int(x.end[c.k]), true
+	}
+	return 0, false
+}
 
 // End returns the index just past the value that starts at offset i of the
 // indexed text, if Build recorded it.

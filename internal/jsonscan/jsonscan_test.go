@@ -131,3 +131,26 @@ func TestIndexAgreesWithSkipValue(t *testing.T) {
 	}
 	check(valid)
 }
+
+// TestCursor: a cursor answers what End answers, looking up in any order.
+func TestCursor(t *testing.T) {
+	long := strings.Repeat("y", MinIndexedString)
+	b := []byte(`{"a":["` + long + `",{"b":"` + long + `"}],"c":"` + long + `","d":{}}`)
+	var x Index
+	x.Build(b)
+	c := x.Cursor()
+	order := []int{}
+	for i := range b {
+		order = append(order, i)
+	}
+	for i := len(b) - 1; i >= 0; i -= 3 {
+		order = append(order, i)
+	}
+	for _, i := range order {
+		e1, ok1 := x.End(i)
+		e2, ok2 := c.End(i)
+		if e1 != e2 || ok1 != ok2 {
+			t.Fatalf("at %d: End %d %v, Cursor.End %d %v", i, e1, ok1, e2, ok2)
+		}
+	}
+}
