@@ -3,6 +3,8 @@ package protocol
 import (
 	"strings"
 	"sync"
+
+	"github.com/rpctap/rpctap/internal/jsonscan"
 )
 
 // acpProto is the Agent Client Protocol (seed 003; upstream schema v0.10.3
@@ -22,7 +24,11 @@ func (acpProto) IsHandshake(_ Dir, info Info) bool {
 }
 
 func (acpProto) Validate(dir Dir, frame []byte, info Info) []Violation {
-	return validateRPCMethods(dir, frame, info, acpCatalogue())
+	return validateRPCMethods(dir, frame, info, acpCatalogue(), nil)
+}
+
+func (acpProto) validateIndexed(dir Dir, frame []byte, info Info, idx *jsonscan.Index) []Violation {
+	return validateRPCMethods(dir, frame, info, acpCatalogue(), idx)
 }
 
 // acpCatalogue is built once: building the shapes per frame allocated a
@@ -128,14 +134,24 @@ type rpcCatalogue struct {
 // (append onto the envelope's) before the checker goes back.
 var checkerPool = sync.Pool{New: func() any { return &shapeChecker{ptr: make([]byte, 0, 128), x: &frameIndex{}} }}
 
+// indexedValidator is implemented by protocols whose Validate can use an
+// index of the frame made by the caller (Session.FrameClassifiedIndexed).
+type indexedValidator interface {
+	validateIndexed(dir Dir, frame []byte, info Info, idx *jsonscan.Index) []Violation
+}
+
 // validateRPCMethods checks the envelope, then params/result against the
-// catalogue.
-func validateRPCMethods(dir Dir, frame []byte, info Info, cat rpcCatalogue) []Violation {
+// catalogue. idx, when not nil, indexes frame (else it is indexed here).
+func validateRPCMethods(dir Dir, frame []byte, info Info, cat rpcCatalogue, idx *jsonscan.Index) []Violation {
 	c := checkerPool.Get().(*shapeChecker)
 	c.prefix, c.vs, c.ptr = cat.prefix, c.vs[:0], c.ptr[:0]
 	// One index of the frame serves the envelope scan and every level of
 	// the shape checks below it.
-	c.x.build(frame)
+	if idx != nil {
+		c.x.frame, c.x.idx, c.x.on = frame, idx, true
+	} else {
+		c.x.build(frame)
+	}
 	defer func() {
 		c.x.reset()
 		checkerPool.Put(c)

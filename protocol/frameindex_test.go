@@ -156,3 +156,32 @@ func TestClassifyIndexed(t *testing.T) {
 		}
 	}
 }
+
+// TestFrameClassifiedIndexed: a Session given the caller's index of each
+// frame reports exactly what one without it reports.
+func TestFrameClassifiedIndexed(t *testing.T) {
+	var idx jsonscan.Index
+	for _, name := range []string{"acp", "mcp", "jsonrpc", "raw"} {
+		src := name
+		if name == "jsonrpc" || name == "raw" {
+			src = "acp"
+		}
+		p, _ := Lookup(name)
+		plain, indexed := NewSession(p), NewSession(p)
+		for n, f := range indexCorpus(t, src) {
+			if !json.Valid(f.frame) {
+				continue
+			}
+			info := p.Classify(f.dir, f.frame)
+			idx.Build(f.frame)
+			i1, v1 := plain.FrameClassified(uint64(n+1), f.dir, f.frame, info)
+			i2, v2 := indexed.FrameClassifiedIndexed(uint64(n+1), f.dir, f.frame, info, &idx)
+			if i1 != i2 || !reflect.DeepEqual(v1, v2) {
+				t.Fatalf("%s %s: indexed %+v %v, plain %+v %v", name, f.frame, i2, v2, i1, v1)
+			}
+		}
+		if e1, e2 := plain.End(), indexed.End(); !reflect.DeepEqual(e1, e2) {
+			t.Fatalf("%s: End differs: %v vs %v", name, e2, e1)
+		}
+	}
+}

@@ -1,6 +1,10 @@
 package protocol
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/rpctap/rpctap/internal/jsonscan"
+)
 
 // mcpProto is the Model Context Protocol over stdio: JSON-RPC 2.0, the
 // parent is the MCP client, the child the server; both sides send requests
@@ -25,7 +29,15 @@ func (mcpProto) AllowedBeforeHandshake(_ Dir, info Info) bool { return info.Meth
 const CodeMCPUnknownMethod = "mcp.unknown-method"
 
 func (mcpProto) Validate(dir Dir, frame []byte, info Info) []Violation {
-	vs := validateRPCMethods(dir, frame, info, mcpCatalogue())
+	return mcpValidate(dir, frame, info, nil)
+}
+
+func (mcpProto) validateIndexed(dir Dir, frame []byte, info Info, idx *jsonscan.Index) []Violation {
+	return mcpValidate(dir, frame, info, idx)
+}
+
+func mcpValidate(dir Dir, frame []byte, info Info, idx *jsonscan.Index) []Violation {
+	vs := validateRPCMethods(dir, frame, info, mcpCatalogue(), idx)
 	for i := range vs {
 		if vs[i].Code == CodeMCPUnknownMethod {
 			vs[i].Severity = SevWarning

@@ -1,5 +1,7 @@
 package protocol
 
+import "github.com/rpctap/rpctap/internal/jsonscan"
+
 // Session applies one protocol's frame and session rules to the frames of
 // one session (one child, or one socket connection) in recorded order.
 // It is not safe for concurrent use.
@@ -38,6 +40,17 @@ func (s *Session) FrameValidJSON(rec uint64, dir Dir, frame []byte) (Info, []Vio
 // returned (the recorder classifies every frame for its record and hands the
 // answer on), so the session does not classify it a second time.
 func (s *Session) FrameClassified(rec uint64, dir Dir, frame []byte, info Info) (Info, []Violation) {
+	return s.state.frame(rec, dir, frame, true, &info)
+}
+
+// FrameClassifiedIndexed is FrameClassified for a frame that idx indexes
+// (cassette.VerbatimIndexed made it while checking the frame's syntax; a
+// recorder copies it along with the frame): the shape checks skip values
+// through it instead of indexing the frame again. idx must index exactly
+// frame; the verdicts are FrameClassified's.
+func (s *Session) FrameClassifiedIndexed(rec uint64, dir Dir, frame []byte, info Info, idx *jsonscan.Index) (Info, []Violation) {
+	s.state.idx, s.state.idxFor = idx, frame
+	defer func() { s.state.idx, s.state.idxFor = nil, nil }()
 	return s.state.frame(rec, dir, frame, true, &info)
 }
 

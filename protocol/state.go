@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+
+	"github.com/rpctap/rpctap/internal/jsonscan"
 )
 
 // Optional interfaces a Protocol may implement to drive the session rules.
@@ -119,6 +121,9 @@ type sessionState struct {
 	pair      func(Dir, Info) (string, PairRole)
 	nonJSONOK bool
 	vj        validJSONValidator // Validate without the syntax check, for frames found valid here
+	iv        indexedValidator   // Validate through an index of the frame (FrameClassifiedIndexed)
+	idx       *jsonscan.Index    // the index handed to FrameClassifiedIndexed, for idxFor
+	idxFor    []byte
 
 	hsDir      [2]bool // the sides that open with a handshake
 	hsSeen     [2]bool
@@ -149,6 +154,7 @@ func newSessionState(p Protocol) sessionState {
 		s.nonJSONOK = n.AcceptsNonJSON()
 	}
 	s.vj, _ = p.(validJSONValidator)
+	s.iv, _ = p.(indexedValidator)
 	return s
 }
 
@@ -256,7 +262,9 @@ func (s *sessionState) frame(rec uint64, dir Dir, frame []byte, validJSON bool, 
 		}
 	}
 
-	if s.vj != nil && !s.nonJSONOK {
+	if s.iv != nil && s.idx != nil && len(frame) > 0 && len(s.idxFor) == len(frame) && &s.idxFor[0] == &frame[0] {
+		vs = append(vs, s.iv.validateIndexed(dir, frame, info, s.idx)...)
+	} else if s.vj != nil && !s.nonJSONOK {
 		// frame passed json.Valid above (or is the JSON behind ANSI junk)
 		vs = append(vs, s.vj.validateValidJSON(dir, frame, info)...)
 	} else {

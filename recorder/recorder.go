@@ -134,6 +134,7 @@ type Recorder struct {
 	pool    [valBufClasses]sync.Pool // *[]byte: chunk copies up to poolBuf, by size class (see getBuf)
 	valBufs [valBufClasses]sync.Pool // *[]byte: frame copies for the validator, by size class
 	valBig  chan []byte              // one spare copy buffer for frames over valBufMax
+	valIdx  sync.Pool                // *jsonscan.Index: copies of frame indexes for the validator
 
 	// Owned by the writer goroutine.
 	next       uint64 // next Seq to write
@@ -204,9 +205,10 @@ type valJob struct {
 	n     uint64
 	dir   protocol.Dir
 	frame []byte
-	buf   *[]byte // the pooled buffer holding frame (nil: not pooled)
-	end   bool    // the connection closed: run its session-end checks
-	valid bool    // frame is valid JSON (cassette.Verbatim said so): the Session skips its syntax pass
+	buf   *[]byte         // the pooled buffer holding frame (nil: not pooled)
+	idx   *jsonscan.Index // where frame's values end (from cassette.VerbatimIndexed; pooled), or nil
+	end   bool            // the connection closed: run its session-end checks
+	valid bool            // frame is valid JSON (cassette.Verbatim said so): the Session skips its syntax pass
 	// info is the protocol's Classify answer for frame (when hasInfo): the
 	// Session does not classify again.
 	info    protocol.Info

@@ -144,8 +144,20 @@ func (r *Recorder) line(conn int, stream tap.Stream, t int64, payload []byte, eo
 		// (before the response-method fill-in) when the frame is valid
 		// JSON, so it neither checks the syntax nor classifies again.
 		frame, buf := r.valCopy(payload)
-		r.queueValidation(valJob{conn: conn, n: r.rec.N, dir: dir, frame: frame, buf: buf, valid: verbatim,
-			info: r.rawInfo, hasInfo: verbatim && r.rawInfoOK})
+		j := valJob{conn: conn, n: r.rec.N, dir: dir, frame: frame, buf: buf, valid: verbatim,
+			info: r.rawInfo, hasInfo: verbatim && r.rawInfoOK}
+		if j.hasInfo {
+			// The index Verbatim made holds offsets, so it serves the copy
+			// as well: the validator need not index the frame again.
+			if x := r.indexOf(payload); x != nil {
+				j.idx, _ = r.valIdx.Get().(*jsonscan.Index)
+				if j.idx == nil {
+					j.idx = new(jsonscan.Index)
+				}
+				j.idx.CopyFrom(x)
+			}
+		}
+		r.queueValidation(j)
 	case keep:
 		r.detFrames = append(r.detFrames, valJob{conn: conn, n: r.rec.N, dir: dir, frame: bytes.Clone(payload), valid: verbatim})
 	}
@@ -387,6 +399,8 @@ func (r *Recorder) validateOne(sessions map[int]*protocol.Session, j valJob) (v 
 		sessions[j.conn] = s
 	}
 	switch {
+	case j.hasInfo && j.idx != nil:
+		_, v = s.FrameClassifiedIndexed(j.n, j.dir, j.frame, j.info, j.idx)
 	case j.hasInfo:
 		_, v = s.FrameClassified(j.n, j.dir, j.frame, j.info)
 	case j.valid:
@@ -541,6 +555,9 @@ func (r *Recorder) valCopy(p []byte) (frame []byte, buf *[]byte) {
 
 // valFree returns a validated frame's copy to its pool.
 func (r *Recorder) valFree(j valJob) {
+	if j.idx != nil {
+		r.valIdx.Put(j.idx)
+	}
 	if j.buf != nil {
 		if c := cap(*j.buf); c >= valBufMin && c <= valBufMax && c&(c-1) == 0 {
 			r.valBufs[valBufClass(c)].Put(j.buf)

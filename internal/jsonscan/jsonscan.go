@@ -25,6 +25,17 @@ func SkipWS(b []byte, i int) int {
 // ok is false when the string is not closed.
 func SkipString(b []byte, i int) (end int, ok bool) {
 	i++
+	// Most strings a walk meets are keys, ids and enum values of a few
+	// bytes: a plain loop over the first ones costs less than setting up
+	// the vectorised search. It stops at the first backslash, so the search
+	// below never has an escape behind its start to account for.
+	for n := min(len(b), i+16); i < n; i++ {
+		if c := b[i]; c == '"' {
+			return i + 1, true
+		} else if c == '\\' {
+			break
+		}
+	}
 	for i <= len(b) {
 		j := bytes.IndexByte(b[i:], '"')
 		if j < 0 {
@@ -165,6 +176,13 @@ func (x *Index) String(start, end int) {
 		x.start = append(x.start, int32(start))
 		x.end = append(x.end, int32(end))
 	}
+}
+
+// CopyFrom makes x a copy of y (reusing x's memory).
+func (x *Index) CopyFrom(y *Index) {
+	x.start = append(x.start[:0], y.start...)
+	x.end = append(x.end[:0], y.end...)
+	x.stack = x.stack[:0]
 }
 
 // Cursor looks values up in increasing order of their start in amortized

@@ -23,7 +23,7 @@ func leftToRight(b []byte, i int) (int, bool) {
 // TestSkipString: every byte sequence over {a, \, "} up to 11 bytes.
 func TestSkipString(t *testing.T) {
 	alpha := []byte{'a', '\\', '"'}
-	n := 0
+	n, limit := 0, 0
 	var gen func(b []byte)
 	gen = func(b []byte) {
 		e1, ok1 := SkipString(b, 0)
@@ -32,14 +32,19 @@ func TestSkipString(t *testing.T) {
 			t.Fatalf("SkipString(%q) = %d %v, want %d %v", b, e1, ok1, e2, ok2)
 		}
 		n++
-		if len(b) < 11 {
+		if len(b) < limit {
 			for _, c := range alpha {
 				gen(append(b, c))
 			}
 		}
 	}
-	gen([]byte{'"'})
-	if n < 80000 {
+	// Plain prefixes move the sequences across the end of SkipString's
+	// short-string loop (16 bytes).
+	for _, k := range []int{0, 9, 13, 15, 16} {
+		limit = 11 + k
+		gen(append([]byte{'"'}, bytes.Repeat([]byte{'a'}, k)...))
+	}
+	if n < 5*80000 {
 		t.Fatalf("only %d sequences", n)
 	}
 }
