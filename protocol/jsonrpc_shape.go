@@ -46,6 +46,17 @@ func (c *shapeChecker) here() string {
 func (c *shapeChecker) push(tok []byte) int {
 	n := len(c.ptr)
 	c.ptr = append(c.ptr, '/')
+	escape := false
+	for _, b := range tok {
+		if b == '~' || b == '/' {
+			escape = true
+			break
+		}
+	}
+	if !escape {
+		c.ptr = append(c.ptr, tok...)
+		return n
+	}
 	for _, b := range tok {
 		switch b {
 		case '~':
@@ -137,6 +148,16 @@ func rawStringIs(raw []byte, s string) bool {
 	}
 	v, ok := rawString(raw)
 	return ok && v == s
+}
+
+// hasBackslash reports whether a (short) key holds an escape.
+func hasBackslash(k []byte) bool {
+	for _, c := range k {
+		if c == '\\' {
+			return true
+		}
+	}
+	return false
 }
 
 // keyIs compares a raw object key (as forEachMember gives it, escapes
@@ -306,8 +327,9 @@ func (o *objShape) check(c *shapeChecker, raw []byte) {
 	}
 	var seen uint64 // bit i: field i present (objects here have fewer than 64 fields)
 	forEachMemberIn(c.x, raw, func(k, v []byte) bool {
+		plain := !hasBackslash(k) // keyIs without its search per field
 		for i := range o.fields {
-			if keyIs(k, o.fields[i].name) {
+			if name := o.fields[i].name; plain && string(k) == name || !plain && keyIs(k, name) {
 				seen |= 1 << uint(i)
 				n := c.push(k)
 				o.fields[i].s.check(c, v)

@@ -124,7 +124,16 @@ func ClassifyIndexed(p Protocol, dir Dir, frame []byte, idx *jsonscan.Index) Inf
 // lookup; otherwise (x nil, another slice, a short string, a literal) a scan.
 func (x *frameIndex) skip(b []byte, i int) (int, bool) {
 	if x != nil && x.on && i >= 0 && i < len(b) {
-		if c := b[i]; c == '{' || c == '[' || c == '"' {
+		c := b[i]
+		if c == '"' {
+			// Most string values are short: scanning them costs less
+			// than a lookup (only strings of MinIndexedString bytes and
+			// more are indexed).
+			if e, ok, done := jsonscan.SkipShortString(b, i); done {
+				return e, ok
+			}
+		}
+		if c == '{' || c == '[' || c == '"' {
 			off := cap(x.frame) - cap(b)
 			if off >= 0 && off <= len(x.frame)-len(b) && &x.frame[off] == &b[0] {
 				if e, ok := x.idx.End(off + i); ok {

@@ -29,7 +29,7 @@ func SkipString(b []byte, i int) (end int, ok bool) {
 	// bytes: a plain loop over the first ones costs less than setting up
 	// the vectorised search. It stops at the first backslash, so the search
 	// below never has an escape behind its start to account for.
-	for n := min(len(b), i+16); i < n; i++ {
+	for n := min(len(b), i+shortString); i < n; i++ {
 		if c := b[i]; c == '"' {
 			return i + 1, true
 		} else if c == '\\' {
@@ -52,6 +52,25 @@ func SkipString(b []byte, i int) (end int, ok bool) {
 		i = q + 1
 	}
 	return 0, false
+}
+
+// shortString: SkipString looks at this many bytes one by one before it
+// searches; SkipShortString gives up after them.
+const shortString = 32
+
+// SkipShortString is SkipString for a string that closes within its first
+// bytes without an escape; done is false (and end, ok meaningless) for any
+// other string, which the caller skips another way.
+func SkipShortString(b []byte, i int) (end int, ok, done bool) {
+	i++
+	for n := min(len(b), i+shortString); i < n; i++ {
+		if c := b[i]; c == '"' {
+			return i + 1, true, true
+		} else if c == '\\' {
+			return 0, false, false
+		}
+	}
+	return 0, false, false
 }
 
 // SkipValue returns the index just past the JSON value starting at b[i].

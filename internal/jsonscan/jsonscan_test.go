@@ -31,6 +31,9 @@ func TestSkipString(t *testing.T) {
 		if e1 != e2 || ok1 != ok2 {
 			t.Fatalf("SkipString(%q) = %d %v, want %d %v", b, e1, ok1, e2, ok2)
 		}
+		if e3, ok3, done := SkipShortString(b, 0); done && (e3 != e2 || ok3 != ok2) {
+			t.Fatalf("SkipShortString(%q) = %d %v, want %d %v", b, e3, ok3, e2, ok2)
+		}
 		n++
 		if len(b) < limit {
 			for _, c := range alpha {
@@ -39,8 +42,8 @@ func TestSkipString(t *testing.T) {
 		}
 	}
 	// Plain prefixes move the sequences across the end of SkipString's
-	// short-string loop (16 bytes).
-	for _, k := range []int{0, 9, 13, 15, 16} {
+	// short-string loop (shortString bytes).
+	for _, k := range []int{0, shortString - 11, shortString - 3, shortString - 1, shortString} {
 		limit = 11 + k
 		gen(append([]byte{'"'}, bytes.Repeat([]byte{'a'}, k)...))
 	}
