@@ -129,8 +129,20 @@ type Cmd struct {
 	// then holds the current chunk back rather than the next one. A chunk
 	// whose forwarding then fails (the reader went away) is observed whole.
 	ObserveFirst bool
-	Grace        time.Duration // drain time after the child exited; 0 is DefaultGrace
-	Signals      []os.Signal   // signals to relay to the child; nil relays none
+
+	// WakeStdin lets the tap read the parent's stdin without a poll(2)
+	// before each read (one system call less per hop, as cat reads), when
+	// stdin is a pipe on Linux. To end a read left blocked there when the
+	// child exits, the tap then writes one byte into that pipe; the byte, and
+	// whatever is read with it after the child exited, is dropped. Set it only
+	// when nothing reads that stdin after the tap, as in `rpctap record`,
+	// which exits with its child; otherwise the stdin pump polls and stdin is
+	// never written to. (The child's stdout and stderr are the tap's own pipes
+	// and are always read this way where possible.)
+	WakeStdin bool
+
+	Grace   time.Duration // drain time after the child exited; 0 is DefaultGrace
+	Signals []os.Signal   // signals to relay to the child; nil relays none
 
 	// Warn receives rpctap's own warnings, one line each (a failing
 	// observer). nil means Stderr.
@@ -301,6 +313,7 @@ func (c *Cmd) Start() (err error) {
 		return fmt.Errorf("tap: stderr: %w", err)
 	}
 	c.in.cut, c.out.cut, c.errOut.cut = c.cutIn, c.cutOut, c.cutOut
+	c.in.mayRing = c.WakeStdin
 
 	var ours []int
 	defer func() {
@@ -372,6 +385,7 @@ func (c *Cmd) Start() (err error) {
 	outW.Close()
 	errW.Close()
 	c.inW, c.outR, c.errR = newRawFD(inW, c.cutIn), newRawFD(outR, c.cutOut), newRawFD(errR, c.cutOut)
+	c.outR.mayRing, c.errR.mayRing = true, true
 
 	cwd := c.Dir
 	if cwd == "" {

@@ -1,6 +1,7 @@
 package tap
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -59,6 +60,10 @@ func helperMain(role string, args []string) int {
 	case "exit":
 		n, _ := strconv.Atoi(args[0])
 		return n
+	case "line-exit": // reads one line, says it, exits while stdin stays open
+		l, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+		os.Stdout.WriteString("got " + l)
+		return 0
 	case "killself":
 		os.Stdout.WriteString("dying\n")
 		syscall.Kill(os.Getpid(), syscall.SIGTERM)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -265,9 +266,17 @@ func TestGrandchildHoldsStdout(t *testing.T) {
 		t.Errorf("Wait took %v with a grace of %v", took, grace)
 	}
 	select {
-	case <-rest: // the tap let go of the parent's stdout
+	case r := <-rest: // the tap let go of the parent's stdout
+		if len(r) != 0 {
+			// The cutter wakes a blocked read with a byte of its own
+			// (see rawFD): it must never be forwarded.
+			t.Errorf("the parent got %q after the cut", r)
+		}
 	case <-time.After(2 * time.Second):
 		t.Error("the parent's stdout did not reach EOF after Wait")
+	}
+	if runtime.GOOS == "linux" && h.cmd.outR.bell != 1 {
+		t.Errorf("the stdout pump polled (bell %d): the cut of a blocked read was not tested", h.cmd.outR.bell)
 	}
 	pid := h.cmd.Process.Pid
 	if st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {

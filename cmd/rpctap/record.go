@@ -164,6 +164,9 @@ func runRecord(o *recordOptions, args []string, stdio Stdio) error {
 			c.Stdin, c.Stdout = in, out
 			detached = []*os.File{in, out}
 		}
+		// rpctap exits with its child and nothing reads its stdin after
+		// the tap: the stdin pump may read without polling first.
+		c.WakeStdin = true
 	}
 	if obs != nil {
 		// The sink pipe write is the hand-over that survives SIGKILL: do it
