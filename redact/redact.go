@@ -61,6 +61,27 @@ type Redactor struct {
 	keys    map[string]bool
 	needles []string             // normalized substrings, one of which any redactable frame contains
 	pairs   [1 << 16 / 64]uint64 // bitset of byte pairs (either case, or a separator second) that start a needle
+	// shapes: bit (len<<8 | first byte) of each normalized key shorter
+	// than 64 bytes, so that most keys of a frame are found not secret
+	// without a map lookup; longKeys says whether any key is longer.
+	shapes   [64 * 256 / 64]uint64
+	longKeys bool
+}
+
+// isKey reports whether the normalized key k is a secret key.
+func (r *Redactor) isKey(k []byte) bool {
+	if len(k) == 0 {
+		return r.keys[""]
+	}
+	if len(k) < 64 {
+		x := len(k)<<8 | int(k[0])
+		if r.shapes[x>>6]&(1<<(x&63)) == 0 {
+			return false
+		}
+	} else if !r.longKeys {
+		return false
+	}
+	return r.keys[string(k)]
 }
 
 func (r *Redactor) setPair(a, b byte) { x := int(a)<<8 | int(b); r.pairs[x>>6] |= 1 << (x & 63) }
@@ -103,6 +124,16 @@ func New(o Options) *Redactor {
 		}
 		if !covered {
 			r.needles = append(r.needles, n)
+		}
+	}
+	for k := range r.keys {
+		switch {
+		case len(k) == 0:
+		case len(k) < 64:
+			x := len(k)<<8 | int(k[0])
+			r.shapes[x>>6] |= 1 << (x & 63)
+		default:
+			r.longKeys = true
 		}
 	}
 	for _, nd := range r.needles {

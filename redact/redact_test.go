@@ -298,3 +298,16 @@ func TestLineJSONWalksLikeLine(t *testing.T) {
 		checkSplice(t, r, []byte(in))
 	}
 }
+
+// TestLongCustomKey: keys of 64 bytes and more skip the shape filter.
+func TestLongCustomKey(t *testing.T) {
+	k := strings.Repeat("k", 70)
+	r := New(Options{Keys: []string{k}})
+	got, did := r.LineJSON([]byte(`{"` + k + `":"s","` + k[:69] + `":"kept"}`))
+	if want := `{"` + k + `":"[REDACTED]","` + k[:69] + `":"kept"}`; !did || string(got) != want {
+		t.Errorf("got %s %v, want %s", got, did, want)
+	}
+	if Default().isKey([]byte(k)) {
+		t.Error("a long key is secret by default")
+	}
+}

@@ -134,7 +134,7 @@ func (w *walker) object(i, depth int, c ctx) (int, bool) {
 			return i, false
 		}
 		k := w.key(w.b[i:ke])
-		isKey := w.r.keys[string(k)]
+		isKey := w.r.isKey(k)
 		var kind memberKind
 		switch string(k) {
 		case "env":
@@ -174,7 +174,7 @@ func (w *walker) object(i, depth int, c ctx) (int, bool) {
 		case c == ctxEnvObj, isKey:
 			w.add(vs, ve)
 		case kind == memberName && w.b[vs] == '"':
-			nameSecret = w.r.keys[string(w.key(w.b[vs:ve]))]
+			nameSecret = w.r.isKey(w.key(w.b[vs:ve]))
 		case kind == memberValue:
 			valueSpan = span{vs, ve}
 		case kind == memberMethod && w.b[vs] == '"':
