@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/rpctap/rpctap/cassette"
 	"github.com/rpctap/rpctap/protocol"
 	"github.com/rpctap/rpctap/replay"
 	"github.com/rpctap/rpctap/tap"
@@ -124,13 +125,15 @@ See docs/replay.md.`,
 }
 
 func runReplay(path string, o *replayOptions, opts []replay.Option, stdio Stdio) error {
-	rec, err := replay.Open(path)
+	// The cassette is streamed: read as the replay advances, so memory
+	// follows the matching window and the largest frame, not the length of
+	// the session (docs/replay.md, "Memory").
+	src, err := replay.OpenStream(path)
 	if err != nil {
 		return Inputf("replay: %v", err)
 	}
-	if rec.Truncated != "" {
-		fmt.Fprintf(stdio.Err, "rpctap replay: warning: %s is %s; replaying the complete records\n", path, rec.Truncated)
-	}
+	defer src.Close()
+	src.Warn = func(msg string) { fmt.Fprintf(stdio.Err, "rpctap replay: warning: %s\n", msg) }
 	opts = append(opts, replay.WithSpeed(o.Speed), replay.WithStrict(o.Strict),
 		replay.WithReport(stdio.Err), replay.WithName("rpctap replay"))
 	// Signals the parent sends are matched against the ones the recording
@@ -158,9 +161,11 @@ func runReplay(path string, o *replayOptions, opts []replay.Option, stdio Stdio)
 			out = f
 		}
 	}
-	res, err := replay.RunChild(context.Background(), rec, in, out, stdio.Err, names, opts...)
+	res, err := replay.RunChild(context.Background(), src, in, out, stdio.Err, names, opts...)
+	var damaged *cassette.CorruptError
 	switch {
-	case res == nil:
+	case res == nil || errors.As(err, &damaged):
+		// Bad input: found at the start, or where the replay reached it.
 		return Inputf("replay: %v", err)
 	case errors.Is(err, replay.ErrDiverged):
 		return Findingsf("replay: %d divergence(s) from %s", len(res.Divergences), path)
