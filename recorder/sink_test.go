@@ -37,7 +37,7 @@ func TestMain(m *testing.M) {
 			unix.Setrlimit(unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: uint64(n), Max: uint64(n)})
 		}
 		if os.Getenv("RPCTAP_TEST_NOGATHER") != "" {
-			gatherDelay = 0
+			gatherDelay, gatherBusy = 0, 0
 		}
 		if os.Getenv("RPCTAP_TEST_PANIC_VALIDATOR") != "" {
 			sinkTestHook = func(o *Options) {
@@ -556,4 +556,27 @@ func startTestSink(t *testing.T, path string, tune func(*SinkConfig)) (*PipeObse
 		t.Fatal(err)
 	}
 	return o, ws
+}
+
+// The sink pauses long between light reads (wake-ups cost more than the
+// lag) and briefly in a busy stream (the pipe would fill during a long one).
+func TestGatherPause(t *testing.T) {
+	d := &drainReader{r: bytes.NewReader(make([]byte, 1<<20))}
+	buf := make([]byte, 1<<10)
+	d.Read(buf)
+	if got := d.nextPause(); got != gatherDelay {
+		t.Errorf("after 1 KiB: pause %v, want the light pause %v", got, gatherDelay)
+	}
+	for range 128 {
+		d.Read(buf)
+	}
+	if got := d.nextPause(); got != gatherBusy {
+		t.Errorf("after 128 KiB: pause %v, want the busy pause %v", got, gatherBusy)
+	}
+	if got := d.nextPause(); got != gatherDelay {
+		t.Errorf("after nothing since the last pause: %v, want %v", got, gatherDelay)
+	}
+	if gatherBusy >= gatherDelay || gatherDelay > 10*time.Millisecond {
+		t.Errorf("pauses %v (light) and %v (busy): the busy one must be the shorter, and neither long", gatherDelay, gatherBusy)
+	}
 }
