@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -123,4 +124,60 @@ func BenchmarkSink(b *testing.B) {
 	}
 	b.ReportMetric(float64(size)/float64(total), "ratio")
 	b.ReportMetric(float64(rss)/(1<<20), "sink-peak-MiB")
+}
+
+// BenchmarkRecorderCapture runs BenchmarkRecorder's pipeline on a session
+// that bench/wire saved (go run ./bench/wire --save-capture DIR; then
+// RPCTAP_BENCH_CAPTURE=DIR/mixstream.ndjson): one chunk per line, the
+// parent's frames (initialize, session/new, session/prompt) on stdin.
+// Skipped when the variable is not set. For CPU rather than wall time on a
+// shared machine, run it under perf stat -e task-clock.
+func BenchmarkRecorderCapture(b *testing.B) {
+	path := os.Getenv("RPCTAP_BENCH_CAPTURE")
+	if path == "" {
+		b.Skip("set RPCTAP_BENCH_CAPTURE to a bench/wire capture (--save-capture)")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var chunks []tap.Chunk
+	var total int64
+	for i, l := range bytes.SplitAfter(data, []byte("\n")) {
+		if len(l) == 0 {
+			continue
+		}
+		st := tap.Stdout
+		head := l[:min(len(l), 80)]
+		for _, m := range []string{`"method":"initialize"`, `"method":"session/new"`, `"method":"session/prompt"`} {
+			if bytes.Contains(head, []byte(m)) {
+				st = tap.Stdin
+			}
+		}
+		chunks = append(chunks, tap.Chunk{Stream: st, Seq: uint64(i + 1), T: int64(i), Data: l})
+		total += int64(len(l))
+	}
+	for _, bc := range []struct {
+		name string
+		opts []Option
+	}{
+		{"validate", []Option{WithProtocol("acp", true)}},
+		{"novalidate-noredact", []Option{WithProtocol("acp", true), WithoutValidation(), WithRedact(RedactOptions{Off: true})}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(total)
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				w, err := cassette.NewWriter(io.Discard, cassette.Header{}, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r := New(w, append([]Option{WithWarn(func(string) {})}, bc.opts...)...)
+				for _, c := range chunks {
+					r.Observe(c)
+				}
+				r.Close()
+			}
+		})
+	}
 }
