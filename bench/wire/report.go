@@ -60,7 +60,11 @@ func (rp *report) markdown() string {
 	for _, m := range rp.machine {
 		p("- Machine: %s\n", m)
 	}
-	p("- rpctap: %s\n", gitDescribe())
+	if cfg.Rpctap == "" {
+		p("- rpctap: %s, built by the benchmark with CGO_ENABLED=0 (static, as the README installs it)\n", gitDescribe())
+	} else {
+		p("- rpctap: `%s` (given with --rpctap); checkout %s\n", cfg.Rpctap, gitDescribe())
+	}
 	p("- Load average at start %s, at end %s; the run took %s. Each figure is the median over %d repetitions "+
 		"with [min–max]; set-ups alternate within each repetition (the order rotates every repetition).\n",
 		rp.loadStart, rp.loadEnd, rp.elapsed.Round(time.Second), cfg.Reps)
