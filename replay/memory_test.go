@@ -3,9 +3,12 @@ package replay
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rpctap/rpctap/cassette"
@@ -40,6 +43,7 @@ func startEngine(t *testing.T, path string, opts ...Option) *engineRun {
 		var err error
 		r.res, err = e.run(context.Background(), inR)
 		outW.Close()
+		inR.CloseWithError(io.ErrClosedPipe)
 		r.done <- err
 	}()
 	return r
@@ -197,5 +201,42 @@ func TestReplayLookAheadBounded(t *testing.T) {
 	if r.e.peakSteps > maxAheadSteps+64 || r.e.peakBytes > maxAheadBytes+64<<10 {
 		t.Errorf("held up to %d steps and %d bytes searching past a run of %d frames; the look-ahead bound is %d steps, %d bytes",
 			r.e.peakSteps, r.e.peakBytes, run, maxAheadSteps, maxAheadBytes)
+	}
+}
+
+// TestReplayDamageFoundMidStream: damage the replay reaches only after it
+// started stops it with an error naming the cassette (the CLI's one line
+// and exit 4); the frames before it were replayed.
+func TestReplayDamageFoundMidStream(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "damaged.cassette")
+	turns := writeSessionCassette(t, path, 4<<20)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := len(b) * 3 / 4; i < len(b)*3/4+64; i++ {
+		b[i] ^= 0x5a
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := startEngine(t, path)
+	answered := 0
+	go io.Copy(io.Discard, r.out)
+	for i := 1; i <= turns; i++ {
+		if _, err := io.WriteString(r.in, turnRequest(i)+"\n"); err != nil {
+			break // the replay stopped
+		}
+		answered++
+	}
+	r.in.Close()
+	err = <-r.done
+	var ce *cassette.CorruptError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("replay over damage: %v; want a *cassette.CorruptError naming the file", err)
+	}
+	t.Logf("%d of %d requests sent; %v", answered, turns, err)
+	if answered < turns/4 {
+		t.Errorf("only %d of %d requests went through before the damage", answered, turns)
 	}
 }
