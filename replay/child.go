@@ -43,7 +43,8 @@ func NewChild(path string, opts ...Option) (*Child, error) {
 	return c, err
 }
 
-// StartChild starts a fake child replaying src (a *Recording or a *Stream). It returns an error when
+// StartChild starts a fake child replaying src (a *Recording, or a *Stream
+// read as the replay advances). It returns an error when
 // the recording cannot be replayed (no frames, unknown connection, another
 // protocol, a bad ignore pattern).
 //

@@ -9,7 +9,9 @@ import (
 	"github.com/rpctap/rpctap/cassette"
 )
 
-// Open reads the cassette at path into memory for replay.
+// Open reads the cassette at path into memory for replay (verify and diff
+// use it; OpenStream reads it as the replay advances instead, with memory
+// that does not grow with the session).
 //
 // A cassette without its end record (the recorder was killed, as when a
 // parent SIGKILLs its child, or the tail of the file is torn) is replayed as

@@ -38,6 +38,11 @@
 // Close to end it. A fake parent waits for a missing child frame at most
 // the timeout.
 //
+// A third goroutine (prefetcher) reads the cassette ahead of the engine
+// during a run (see Stream and docs/replay.md, "Memory"); it waits only on
+// the file and on the engine taking steps from its bounded queue, and ends
+// with the run.
+//
 // Other places that wait: a Child's Stderr is buffered without bound and
 // never blocks the engine; Child.Signal waits until the engine takes the
 // signal or the fake child has ended; a Matcher runs on the engine
