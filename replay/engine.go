@@ -116,12 +116,12 @@ func newEngine(src Source, r role, o *options) (*engine, error) {
 		f.src.close()
 		return nil, fmt.Errorf("%s has no connection %d (it has %s)", f.name, conn, joinInts(conns))
 	}
-	proto, rs, err := f.start(conn)
+	proto, own, rs, err := f.start(conn)
 	if err != nil {
 		return nil, err
 	}
 	if o.protocol != "" && o.protocol != proto {
-		if f.protocol != "" || !compatible(o.protocol, proto) {
+		if own || !compatible(o.protocol, proto) {
 			rs.close()
 			return nil, fmt.Errorf("%s records a %s session, not %s", f.name, proto, o.protocol)
 		}
@@ -148,9 +148,9 @@ func newEngine(src Source, r role, o *options) (*engine, error) {
 }
 
 // Look-ahead bounds: a search for a matching or a nearest recorded frame
-// reads further into the cassette only while the steps held stay under
-// both. Sending the next due step and the window itself are never held
-// back by them (see load).
+// (the window, the nearest candidate of a report, a pending signal) reads
+// further into the cassette only while the steps held stay under both.
+// Reaching the next step to send is never held back by them (see load).
 const (
 	maxAheadSteps = 4096
 	maxAheadBytes = 4 << 20

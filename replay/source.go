@@ -29,6 +29,7 @@ type feed struct {
 	// lateMeta: meta records read before the replay starts may still name
 	// the protocol (a streamed cassette; a Recording has seen them all).
 	lateMeta bool
+	named    string // start: the protocol the cassette names itself
 	src      recordSource
 	cut      func(*cassette.TruncatedError) // the stream reached a torn tail
 }
@@ -213,9 +214,15 @@ const readAheadMeta = 64
 
 // start reads the first records of f for connection conn: enough to know
 // the protocol and that there is a frame to replay. It returns the
-// protocol (the cassette's, else detected) and a source that gives those
-// records again, then the rest.
-func (f *feed) start(conn int) (string, recordSource, error) {
+// protocol (the cassette's, else detected), whether the cassette named it
+// (header or meta record), and a source that gives those records again,
+// then the rest.
+func (f *feed) start(conn int) (proto string, own bool, src recordSource, err error) {
+	proto, src, err = f.read(conn)
+	return proto, err == nil && f.named != "", src, err
+}
+
+func (f *feed) read(conn int) (string, recordSource, error) {
 	proto := f.protocol
 	p := &prefixSource{rest: f.src}
 	var frames []*Frame
@@ -240,6 +247,7 @@ func (f *feed) start(conn int) (string, recordSource, error) {
 		switch {
 		case x.K == cassette.KindMeta && f.lateMeta && x.Protocol != "":
 			proto = x.Protocol
+			f.named = proto
 		case x.K == cassette.KindFrame && x.Conn == conn && (x.D == dirIn || x.D == dirOut):
 			if g := partial[x.D]; g != nil {
 				g.Raw = append(g.Raw, x.Payload()...)
@@ -274,6 +282,8 @@ func (f *feed) start(conn int) (string, recordSource, error) {
 	}
 	if proto == "" {
 		proto = detect(frames)
+	} else if f.named == "" {
+		f.named = proto
 	}
 	return proto, p, nil
 }
