@@ -85,22 +85,22 @@ func (d dialect) classify(f *Frame, fromParent bool) {
 		f.Method = ""
 		return
 	}
-	if id := memberRaw(raw, "id"); id != nil && !bytes.Equal(id, []byte("null")) {
-		f.ID = string(id)
+	idRaw := memberRaw(raw, "id") // one scan: for a frame without an id it walks the whole object
+	if idRaw != nil && !bytes.Equal(idRaw, []byte("null")) {
+		f.ID = string(idRaw)
 	}
-	has := func(k string) bool { return memberRaw(raw, k) != nil }
 	switch d.family {
 	case famJSONRPC:
 		if m, ok := memberString(raw, "method"); ok {
 			f.Method = m
-			if has("id") {
+			if idRaw != nil {
 				f.Kind = kindRequest
 			} else {
 				f.Kind = kindNotification
 			}
 			return
 		}
-		if has("id") {
+		if idRaw != nil {
 			f.Kind = kindResponse
 			return
 		}
