@@ -886,6 +886,14 @@ func (e *engine) diverge(d Divergence, reply []byte) {
 // Result.Unlisted). It also finds the recorded exit. After a write error
 // the rest of the cassette is left unread.
 func (e *engine) finish() {
+	if e.sp.err != nil {
+		// The cassette is damaged: the replay stops with that error alone.
+		if e.pf != nil {
+			e.pf.halt()
+		}
+		e.sp.src.close()
+		return
+	}
 	w := e.o.report
 	e.o.report = nil // one summary instead of a line each
 	var first []*Frame

@@ -546,3 +546,36 @@ func benchProcessReply(b *testing.B, size int) {
 	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
 }
+
+// Damage that `rpctap replay` reaches only after it started (the cassette
+// is streamed) stops it with one line and exit 4, like damage found at the
+// start.
+func TestReplayDamageMidStreamCLI(t *testing.T) {
+	dir := t.TempDir()
+	b := replaytest.New("acp")
+	var stdin strings.Builder
+	pad := strings.Repeat("0123456789abcdef", 64)
+	for i := 1; i <= 3000; i++ {
+		req := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"n":%d,"pad":"%s"}}`, i, i, pad)
+		b.In(req).Out(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"n":%d,"pad":"%s"}}`, i, i, pad))
+		stdin.WriteString(req + "\n")
+	}
+	b.Event("stdin-eof").Exit(0)
+	p := filepath.Join(dir, "long.cassette")
+	if err := replaytest.WriteFile(p, b.End(), true); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(p)
+	for i := len(raw) * 3 / 4; i < len(raw)*3/4+64; i++ {
+		raw[i] ^= 0xa5
+	}
+	os.WriteFile(p, raw, 0o600)
+	r := run(t, dir, stdin.String(), rpctapPath(t), "replay", "--speed", "0", p)
+	if r.code != ExitInput || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, "corrupt cassette") ||
+		!strings.HasPrefix(r.stderr, "rpctap: ") {
+		t.Errorf("exit %d, stderr %q; want exit 4 and one line about the damage", r.code, r.stderr)
+	}
+	if n := strings.Count(r.stdout, "\n"); n < 1000 {
+		t.Errorf("%d answers before the damage; want the frames before it replayed", n)
+	}
+}
