@@ -93,6 +93,9 @@ func replayHeld(t *testing.T, path string, turns, closeAfter int) (steps, bytes 
 		r.read(t, 3)
 	}
 	res = r.wait(t)
+	if r.e.pf.peak > prefetchBytes+4<<10 {
+		t.Errorf("the prefetcher queued up to %d bytes; its bound is %d (plus one frame)", r.e.pf.peak, prefetchBytes)
+	}
 	return r.e.peakSteps, r.e.peakBytes, res
 }
 

@@ -493,6 +493,7 @@ type prefetcher struct {
 	cond    *sync.Cond // the queue changed, or stop was asked
 	q       []*estep
 	bytes   int  // frame bytes in q
+	peak    int  // most frame bytes q held (tests)
 	ended   bool // the goroutine is done with the stepper
 	stopped bool // the engine wants no more steps
 }
@@ -551,6 +552,7 @@ func (pf *prefetcher) run() {
 		}
 		pf.q = append(pf.q, st)
 		pf.bytes += n
+		pf.peak = max(pf.peak, pf.bytes)
 		if len(pf.q) == 1 {
 			pf.cond.Broadcast() // the engine may be waiting for it
 		}
