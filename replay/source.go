@@ -207,10 +207,16 @@ func (ss *streamSource) next() (*cassette.Record, error) {
 
 func (ss *streamSource) close() error { return ss.s.Close() }
 
-// readAheadMeta bounds how far start-up reads before the replay begins, to name the
+// Start-up reads before the replay begins only what it needs to name the
 // protocol when the cassette's header does not: the frames protocol
-// detection looks at, then a few more records for a meta record.
-const readAheadMeta = 64
+// detection looks at, then up to readAheadMeta more records for a meta
+// record, and never more than readAheadRecords records or readAheadBytes of
+// payload once a frame was found.
+const (
+	readAheadMeta    = 64
+	readAheadRecords = 4096
+	readAheadBytes   = 4 << 20
+)
 
 // start reads the first records of f for connection conn: enough to know
 // the protocol and that there is a frame to replay. It returns the
@@ -227,7 +233,7 @@ func (f *feed) read(conn int) (string, recordSource, error) {
 	p := &prefixSource{rest: f.src}
 	var frames []*Frame
 	partial := map[cassette.Dir]*Frame{}
-	complete, after := 0, 0
+	complete, after, held := 0, 0, 0
 	for {
 		if complete > 0 && proto != "" {
 			break
@@ -235,12 +241,19 @@ func (f *feed) read(conn int) (string, recordSource, error) {
 		if complete >= protocol.DetectFrames && (!f.lateMeta || after >= readAheadMeta) {
 			break
 		}
+		if complete > 0 && (len(p.pre) >= readAheadRecords || held >= readAheadBytes) {
+			break // detect from the frames read so far
+		}
 		x, err := f.src.next()
 		if err != nil {
 			p.err = err
 			break
 		}
+		if x.Conn != conn && x.K != cassette.KindEvent && x.K != cassette.KindMeta {
+			continue // another connection's: the stepper would skip it
+		}
 		p.pre = append(p.pre, x)
+		held += len(x.Payload())
 		if complete >= protocol.DetectFrames {
 			after++
 		}
