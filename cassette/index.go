@@ -112,7 +112,11 @@ func (x *Index) build(size int64) error {
 	}
 	x.size = size
 	x.scanAt = int64(sigFrameSize)
-	if entries := x.readChain(size); entries != nil {
+	entries := readFooter(x.ra, size)
+	if entries == nil {
+		entries = x.readChain(size)
+	}
+	if entries != nil {
 		for _, e := range entries {
 			x.frames = append(x.frames, FrameInfo{
 				Offset: e.FrameOff, Len: e.FrameLen, RawLen: e.RawLen, First: e.FirstN, Count: e.Count,
@@ -251,6 +255,9 @@ func (x *Index) walk() {
 			break
 		}
 		if u.skippable() {
+			if u.torn && u.magic == footerMagic && x.ended {
+				break // only an accelerator, cut while being written: every record is there
+			}
 			if u.torn {
 				x.setTrunc(nextN, off, true)
 				break

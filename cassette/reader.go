@@ -257,6 +257,9 @@ func (r *Reader) readFrame() error {
 			return err
 		}
 		if u.skippable() {
+			if u.torn && u.magic == footerMagic && r.ended {
+				return io.EOF // a footer cut while being written: every record was read
+			}
 			if u.torn {
 				return r.truncated(true)
 			}

@@ -90,6 +90,10 @@ type Writer struct {
 	prevIndex  int64
 	lastT      int64
 	closed     bool
+	// index keeps a copy of every index frame written, for the footer
+	// (nil once footerMaxFrames were exceeded: no footer then).
+	index    []byte
+	noFooter bool
 }
 
 // outSink collects the encoder's output in w.out; the encoder writes a frame
@@ -275,7 +279,15 @@ func (w *Writer) flush(closeFrame bool) error {
 		if w.frameEnd {
 			e.Flags |= flagEnd
 		}
+		at := len(w.out)
 		w.out = e.appendTo(w.out)
+		if !w.noFooter {
+			if len(w.index) >= footerMaxFrames*indexFrameSize {
+				w.index, w.noFooter = nil, true
+			} else {
+				w.index = append(w.index, w.out[at:]...)
+			}
+		}
 		w.prevIndex = self
 		w.frameOpen, w.frameRaw, w.frameCount, w.frameEnd = false, 0, 0, false
 		w.enc.Reset(outSink{w})
@@ -295,6 +307,25 @@ func (w *Writer) flush(closeFrame bool) error {
 		w.out = nil
 	} else {
 		w.out = w.out[:0]
+	}
+	if err != nil {
+		return w.fail(err)
+	}
+	return nil
+}
+
+// writeFooter writes the footer (footer.go) after the last index frame of a
+// cassette with at least footerMinFrames data frames.
+func (w *Writer) writeFooter() error {
+	if w.noFooter || len(w.index) < footerMinFrames*indexFrameSize {
+		return nil
+	}
+	b := appendFooter(nil, w.index)
+	w.index = nil
+	n, err := w.w.Write(b)
+	w.off += int64(n)
+	if err == nil && n < len(b) {
+		err = io.ErrShortWrite
 	}
 	if err != nil {
 		return w.fail(err)
@@ -327,7 +358,11 @@ func (w *Writer) CloseAt(t int64) error {
 		w.endN = w.next
 		end := Record{K: KindEnd, T: t, Records: w.next}
 		w.encode(&end)
-		if err := w.flush(true); err == nil && w.file != nil {
+		err := w.flush(true)
+		if err == nil {
+			err = w.writeFooter()
+		}
+		if err == nil && w.file != nil {
 			if err := w.file.Sync(); err != nil {
 				w.fail(err)
 			}
