@@ -2,6 +2,8 @@ package cassette
 
 import (
 	"encoding/base64"
+	"encoding/binary"
+	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -561,6 +563,17 @@ func (d *fdec) skipString() bool {
 		return false
 	}
 	for d.i < len(d.b) {
+		// Skip 8 plain bytes at a time: most of a payload is string bodies.
+		for d.i+8 <= len(d.b) {
+			if m := quoteEscCtl8(binary.LittleEndian.Uint64(d.b[d.i:])); m != 0 {
+				d.i += bits.TrailingZeros64(m) / 8
+				break
+			}
+			d.i += 8
+		}
+		if d.i >= len(d.b) {
+			return false
+		}
 		c := d.b[d.i]
 		switch {
 		case c == '"':
@@ -588,6 +601,20 @@ func (d *fdec) skipString() bool {
 		}
 	}
 	return false
+}
+
+// quoteEscCtl8 marks (with the byte's top bit) the bytes of x (little-endian
+// load) that end a run of plain string bytes: '"', '\\' and control
+// characters. Unlike special8 it lets bytes >= 0x80 through (the decoder
+// accepts invalid UTF-8 inside strings, as encoding/json does). Borrows can
+// mark a byte above a marked one, never one below: the lowest mark is exact.
+func quoteEscCtl8(x uint64) uint64 {
+	q := x ^ ('"' * lsb)
+	b := x ^ ('\\' * lsb)
+	m := (q - lsb) &^ q
+	m |= (b - lsb) &^ b
+	m |= (x - 0x20*lsb) &^ x
+	return m & msb
 }
 
 // number validates a JSON number.
