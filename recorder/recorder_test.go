@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -605,5 +606,34 @@ func TestRecorderSchema(t *testing.T) {
 	r.Close()
 	if len(ws.list()) != 1 || len(streamOf(w.records(), 0, cassette.DirIn)) != 3 {
 		t.Errorf("broken schema: warnings %q, records %+v", ws.list(), w.records())
+	}
+}
+
+// In the sink (yieldSmall) the writer goroutine yields the CPU after each
+// small chunk and never after a large one; elsewhere it never yields.
+func TestYieldAfterSmallChunks(t *testing.T) {
+	var yields atomic.Int64
+	old := yieldCPU
+	yieldCPU = func() { yields.Add(1) }
+	defer func() { yieldCPU = old }()
+	for _, sink := range []bool{false, true} {
+		yields.Store(0)
+		w := &memWriter{}
+		r, _ := newTestRecorder(t, w, func(o *Options) { o.yieldSmall = sink })
+		ft := &fakeTap{}
+		small := []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n")
+		large := append(bytes.Repeat([]byte(" "), yieldBelow), "\n"...)
+		for range 3 {
+			r.Observe(ft.chunk(tap.Stdin, small))
+			r.Observe(ft.chunk(tap.Stdout, large))
+		}
+		r.Close()
+		want := int64(0)
+		if sink {
+			want = 3
+		}
+		if got := yields.Load(); got != want {
+			t.Errorf("yieldSmall %v: %d yields for 3 small and 3 large chunks, want %d", sink, got, want)
+		}
 	}
 }

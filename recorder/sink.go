@@ -413,7 +413,8 @@ func runSink(ctl io.ReadCloser, data [3]*os.File, statusF io.WriteCloser) (code 
 		// Nothing more can be recorded: exit, so that rpctap's next write
 		// fails with EPIPE and it stops feeding us (the warning is already
 		// in the status pipe; the cassette Writer was closed).
-		onFail: func() { statusF.Close(); os.Exit(0) },
+		onFail:     func() { statusF.Close(); os.Exit(0) },
+		yieldSmall: true,
 	}
 	if cfg.SchemaFile != "" {
 		opts.Protocol, opts.HeaderProtocol = "", false
