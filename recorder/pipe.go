@@ -93,14 +93,6 @@ func newWirePipe(f *os.File) (*wirePipe, error) {
 	return p, nil
 }
 
-// setPipeSize asks for a larger pipe; the system may refuse (the per-user
-// limit of pipe memory), which only costs burst absorption.
-func setPipeSize(f *os.File, size int) {
-	if rc, err := f.SyscallConn(); err == nil {
-		rc.Control(func(fd uintptr) { unix.FcntlInt(fd, unix.F_SETPIPE_SZ, size) })
-	}
-}
-
 var errNoRoom = errors.New("no room in the pipe")
 
 // write sends header+payload with one writev (more only when the pipe takes
@@ -152,7 +144,7 @@ func (p *wirePipe) write(h *msgHeader, payload []byte, wait bool) error {
 // for room in the pipe, true when done (p.werr, p.partial say how).
 func (p *wirePipe) writeLoop(fd uintptr) bool {
 	for {
-		n, err := unix.Writev(int(fd), p.iov)
+		n, err := writev(int(fd), p.iov)
 		if n > 0 {
 			p.done += n
 			if p.done == p.total {

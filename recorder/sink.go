@@ -20,9 +20,8 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/thread"
 	"github.com/rpctap/rpctap/tap"
 )
 
@@ -249,7 +248,7 @@ func startNiced(cmd *exec.Cmd, nice int) error {
 		// ends this (niced) thread instead of reusing it.
 		// Best effort: if the system refuses, the sink runs at our
 		// priority, which costs latency, not correctness.
-		_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), nice)
+		_ = thread.Nice(nice)
 		errc <- cmd.Start()
 	}()
 	return <-errc

@@ -10,8 +10,8 @@ import (
 	"sync"
 
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/thread"
 	"github.com/rpctap/rpctap/protocol"
-	"golang.org/x/sys/unix"
 )
 
 // Source is what a replay plays: a *Recording (in memory, replayable any
@@ -533,7 +533,7 @@ func (pf *prefetcher) run() {
 	// goroutine (no UnlockOSThread): a niced thread must not be reused.
 	// Best effort: where the system refuses, it runs at normal priority.
 	runtime.LockOSThread()
-	_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), prefetchNice)
+	_ = thread.Nice(prefetchNice)
 	defer func() {
 		pf.mu.Lock()
 		pf.ended = true
