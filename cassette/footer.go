@@ -3,6 +3,7 @@ package cassette
 import (
 	"encoding/binary"
 	"hash/crc32"
+	"io"
 )
 
 // The footer is a copy of every index frame, written once at the end of a
@@ -50,9 +51,7 @@ func appendFooter(dst, frames []byte) []byte {
 // entries must validate one by one (parseIndex at their own offsets), be
 // contiguous from the first data frame on, and end right where the footer
 // begins.
-func readFooter(ra interface {
-	ReadAt([]byte, int64) (int, error)
-}, size int64) []indexEntry {
+func readFooter(ra io.ReaderAt, size int64) []indexEntry {
 	if size < int64(sigFrameSize)+8+footerTrailerSize {
 		return nil
 	}

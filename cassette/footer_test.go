@@ -1,6 +1,7 @@
 package cassette
 
 import (
+	"bytes"
 	"io"
 	"os"
 	"path/filepath"
@@ -150,15 +151,4 @@ func TestNoFooterWhenSmall(t *testing.T) {
 	}
 }
 
-type bytesReaderAt []byte
-
-func (b bytesReaderAt) ReadAt(p []byte, off int64) (int, error) {
-	if off >= int64(len(b)) {
-		return 0, io.EOF
-	}
-	n := copy(p, b[off:])
-	if n < len(p) {
-		return n, io.EOF
-	}
-	return n, nil
-}
+func bytesReaderAt(b []byte) io.ReaderAt { return bytes.NewReader(b) }
