@@ -11,7 +11,7 @@ import (
 
 	"github.com/rpctap/rpctap/cassette"
 	"github.com/rpctap/rpctap/internal/jsonscan"
-	"github.com/rpctap/rpctap/redact"
+	"github.com/rpctap/rpctap/internal/redact"
 )
 
 const (

@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/rpctap/rpctap/redact"
+	"github.com/rpctap/rpctap/internal/redact"
 )
 
 // DivergenceKind says how a live session left the recording.

@@ -15,8 +15,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/recorder"
 	"github.com/rpctap/rpctap/protocol"
-	"github.com/rpctap/rpctap/recorder"
 	"github.com/rpctap/rpctap/tap"
 )
 

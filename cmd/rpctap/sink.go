@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/pflag"
 
-	"github.com/rpctap/rpctap/recorder"
+	"github.com/rpctap/rpctap/internal/recorder"
 )
 
 // __sink is the recorder process that `rpctap record` starts (see

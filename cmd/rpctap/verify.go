@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/rpctap/rpctap/cassette"
-	"github.com/rpctap/rpctap/recorder"
+	"github.com/rpctap/rpctap/internal/recorder"
 	"github.com/rpctap/rpctap/replay"
 	"github.com/rpctap/rpctap/tap"
 	"github.com/spf13/pflag"

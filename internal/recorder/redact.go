@@ -2,7 +2,7 @@ package recorder
 
 import (
 	"github.com/rpctap/rpctap/internal/jsonscan"
-	"github.com/rpctap/rpctap/redact"
+	"github.com/rpctap/rpctap/internal/redact"
 )
 
 // redactor replaces secrets in a line before it is written. The live
