@@ -112,7 +112,7 @@ func TestFastPath(t *testing.T) {
 // TestTraffic: real captures redact without breaking any frame, and frames
 // of the captures that carry no secrets are unchanged.
 func TestTraffic(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join("..", "..", "shared", "traffic", "*.*"))
+	files, _ := filepath.Glob(filepath.Join("..", "..", "..", "shared", "traffic", "*.*"))
 	if len(files) == 0 {
 		t.Skip("needs ../shared/traffic beside the checkout")
 	}
@@ -213,7 +213,7 @@ func FuzzLine(f *testing.F) {
 }
 
 func BenchmarkLine(b *testing.B) {
-	files, _ := filepath.Glob(filepath.Join("..", "..", "shared", "traffic", "*.out"))
+	files, _ := filepath.Glob(filepath.Join("..", "..", "..", "shared", "traffic", "*.out"))
 	var lines [][]byte
 	var size int64
 	for _, f := range files {
