@@ -100,7 +100,7 @@ func acpSession() []cassette.Record {
 // It skips the test when ../shared is not beside the checkout.
 func trafficRecords(t testing.TB, name string) []cassette.Record {
 	t.Helper()
-	in, out := testpeers.Traffic(t, name)
+	in, out := testpeers.Fixture(t, name)
 	lines := func(ls [][]byte, d cassette.Dir) []cassette.Record {
 		var rs []cassette.Record
 		for _, l := range ls {
