@@ -95,9 +95,8 @@ func acpSession() []cassette.Record {
 	return b.recs
 }
 
-// trafficRecords turns a capture pair from ../shared/traffic into records,
+// trafficRecords turns a capture pair from testdata/traffic into records,
 // interleaving the two directions causally (a response after its request).
-// It skips the test when ../shared is not beside the checkout.
 func trafficRecords(t testing.TB, name string) []cassette.Record {
 	t.Helper()
 	in, out := testpeers.Fixture(t, name)

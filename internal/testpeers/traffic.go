@@ -22,7 +22,8 @@ func TestdataTraffic() string {
 // handWritten names the fixtures written by hand from a protocol's
 // documentation, for protocols whose real peer the tests cannot build.
 var handWritten = map[string]bool{
-	"pi-session": true, // docs/protocols/pi.md: ids, queued id-less commands, a parse error, an unknown command
+	"pi-session":   true, // docs/protocols/pi.md: ids, queued id-less commands, a parse error, an unknown command
+	"mcp-progress": true, // MCP 2025-11-25 progress: a tools/call with a progressToken and notifications/progress
 }
 
 // FixtureNames lists the pairs in testdata/traffic, sorted.
