@@ -6,7 +6,6 @@ import (
 	"io"
 	"math/rand"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/testpeers"
 	"github.com/rpctap/rpctap/tap"
 )
 
@@ -111,9 +111,8 @@ func TestCassetteSizeBreakdown(t *testing.T) {
 		t.Run("capture", func(t *testing.T) { sizeBreakdown(t, cap, n) })
 	}
 	var traffic []byte
-	files, _ := filepath.Glob(filepath.Join("..", "..", "shared", "traffic", "*.*"))
-	for _, f := range files {
-		if strings.HasSuffix(f, ".in") || strings.HasSuffix(f, ".out") && !strings.Contains(f, "lsp-") {
+	for _, f := range testpeers.CaptureFiles() {
+		if !strings.Contains(f, "lsp-") {
 			b, _ := os.ReadFile(f)
 			traffic = append(traffic, b...)
 		}
@@ -128,7 +127,7 @@ func TestCassetteSizeBreakdown(t *testing.T) {
 			total += int64(len(l))
 		}
 	}
-	t.Run("shared-traffic", func(t *testing.T) { sizeBreakdown(t, chunks, total) })
+	t.Run("traffic", func(t *testing.T) { sizeBreakdown(t, chunks, total) })
 }
 
 func sizeBreakdown(t *testing.T, chunks []tap.Chunk, total int64) {

@@ -146,3 +146,13 @@ func toStrings(lines [][]byte) []string {
 	}
 	return out
 }
+
+// CaptureFiles lists the .in and .out files of every pair Captures lists:
+// testdata/traffic always, ../shared/traffic as extras when it is there.
+func CaptureFiles() []string {
+	var files []string
+	for _, c := range Captures() {
+		files = append(files, c.In, c.Out)
+	}
+	return files
+}
