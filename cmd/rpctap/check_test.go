@@ -302,6 +302,7 @@ func TestCheckConnections(t *testing.T) {
 // TestMain), then checks the cassettes: the right protocol is detected and
 // no error-level violation is found.
 func TestCheckRealPeers(t *testing.T) {
+	t.Parallel()
 	rp := realPeersRpctap(t)
 	cases := []struct {
 		proto         string

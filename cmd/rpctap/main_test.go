@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,7 +12,15 @@ import (
 
 // TestMain lets testscript run rpctap in-process as a real command: scripts
 // call `rpctap ...` and get this binary re-executed with Main.
+//
+// The end-to-end tests spend their time waiting on real peers (the ACP SDK
+// example agent pauses about a second between updates), not on the CPU, so
+// the parallel ones run 8 at a time by default even on 2 cores; an explicit
+// -parallel still wins (it is parsed after this default is set).
 func TestMain(m *testing.M) {
+	if f := flag.Lookup("test.parallel"); f != nil {
+		f.Value.Set("8")
+	}
 	testscript.Main(m, map[string]func(){
 		"rpctap": func() {
 			os.Exit(Main(os.Args[1:], Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))

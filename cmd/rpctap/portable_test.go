@@ -16,6 +16,7 @@ import (
 // cwd and the agent's session id is made up afresh, and the replay still
 // answers everything (strict mode passes), as a plain recording does not.
 func TestPortableACPReplaysInAnotherDir(t *testing.T) {
+	t.Parallel()
 	rp := realPeersRpctap(t)
 	client, agent := testpeers.Tool(t, "acpclient"), testpeers.Tool(t, "acpagent")
 	root := t.TempDir()
@@ -70,6 +71,7 @@ func TestPortableACPReplaysInAnotherDir(t *testing.T) {
 // recording (the bundled sample of testdata/cassettes) into a portable one
 // that replay serves to a parent in another directory.
 func TestNormalizeMakesOldCassettesPortable(t *testing.T) {
+	t.Parallel()
 	rp := rpctapPath(t)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "p.cassette")

@@ -105,6 +105,7 @@ func normalizeACP(b []byte) string {
 // response), the cassette holds every frame the client received, in 50
 // runs out of 50 (3 with -short).
 func TestRecordACPSDK(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("needs the go command to build the ACP SDK examples")
 	}

@@ -82,6 +82,7 @@ func trafficCassette(t *testing.T, dir string) string {
 var pointers = regexp.MustCompile(`0x[0-9a-f]{6,}`)
 
 func TestReplayACPExampleClientFromCapture(t *testing.T) {
+	t.Parallel()
 	bin := testpeers.Dir(t)
 	dir := t.TempDir()
 	cas := trafficCassette(t, dir)
@@ -107,6 +108,7 @@ func TestReplayACPExampleClientFromCapture(t *testing.T) {
 // `rpctap record`, then runs the same parent against `rpctap replay` of the
 // cassette: the parent's output must be the same.
 func TestReplayRecordedSessions(t *testing.T) {
+	t.Parallel()
 	bin := testpeers.Dir(t)
 	rp := rpctapPath(t)
 	for _, c := range []struct {
@@ -236,6 +238,7 @@ func firstLine(s, sub string) string {
 }
 
 func TestVerifyACPAgent(t *testing.T) {
+	t.Parallel()
 	bin := testpeers.Dir(t)
 	dir := t.TempDir()
 	cas := trafficCassette(t, dir)
@@ -275,6 +278,7 @@ func TestVerifyACPAgent(t *testing.T) {
 }
 
 func TestVerifyUpdateRewritesCassette(t *testing.T) {
+	t.Parallel()
 	bin := testpeers.Dir(t)
 	dir := t.TempDir()
 	cas := trafficCassette(t, dir)
@@ -346,6 +350,7 @@ func TestReplayUnexpectedFrameCLI(t *testing.T) {
 }
 
 func TestReplayBadInputCLI(t *testing.T) {
+	t.Parallel()
 	testpeers.Dir(t)
 	dir := t.TempDir()
 	good := trafficCassette(t, dir)
@@ -386,6 +391,7 @@ func TestReplayBadInputCLI(t *testing.T) {
 }
 
 func TestDiffCLI(t *testing.T) {
+	t.Parallel()
 	testpeers.Dir(t)
 	dir := t.TempDir()
 	a := trafficCassette(t, dir)

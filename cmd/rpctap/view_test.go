@@ -115,6 +115,7 @@ var recordViewTestdata = flag.Bool("record-view-testdata", false, "copy the cass
 // cassettes headless: the list, the pair jump, the transcript and the stats
 // show what the peers said.
 func TestViewRealPeers(t *testing.T) {
+	t.Parallel()
 	rp := realPeersRpctap(t)
 	dir := t.TempDir()
 	// The demo runs `rpctap record` as its own executable: run it from
