@@ -1,7 +1,6 @@
 package cassette
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
@@ -154,6 +153,12 @@ type unit struct {
 	checksum bool  // the frame header announces a content checksum
 	torn     bool  // the input ended inside this frame
 	skip     int64 // skippable frames: payload bytes discarded, not in data
+	// rest (torn data frames) is what was read after the last complete
+	// block up to the end of the input: a partial block header, block or
+	// checksum. It aliases data's array past len(data). A reader looks
+	// into it for a resync point: a frame that only looks torn because a
+	// damaged block header sent the parse past the next frames.
+	rest []byte
 }
 
 func (u *unit) skippable() bool { return u.magic&0xFFFFFFF0 == 0x184D2A50 }
@@ -167,13 +172,22 @@ type formatError struct {
 
 func (e *formatError) Error() string { return e.reason }
 
+// unitSource is what readUnit reads from: a *bufio.Reader over the file,
+// or the streaming reader's source (bytes a resync read ahead, then the
+// file).
+type unitSource interface {
+	io.Reader
+	io.ByteReader
+	Discard(n int) (int, error)
+}
+
 // readUnit reads the next frame from br, which is positioned at file offset
 // off. It returns io.EOF when br ends exactly at a frame boundary. When br
 // ends inside a frame, it returns the unit with torn set and the bytes up to
 // the last complete block (for data frames) and a nil error. Structural
 // garbage gives a *formatError. Skippable payloads over 64 KiB (not ours)
 // are discarded rather than buffered.
-func readUnit(br *bufio.Reader, off int64, buf []byte) (unit, error) {
+func readUnit(br unitSource, off int64, buf []byte) (unit, error) {
 	u := unit{off: off, lastHdr: -1, data: buf[:0]}
 	var m [4]byte
 	n, err := io.ReadFull(br, m[:])
@@ -255,7 +269,7 @@ func readUnit(br *bufio.Reader, off int64, buf []byte) (unit, error) {
 	for {
 		start := len(u.data)
 		if !readN(br, &u, 3) {
-			u.data = u.data[:start]
+			u.cutAt(start)
 			return u, nil
 		}
 		bh := uint32(u.data[start]) | uint32(u.data[start+1])<<8 | uint32(u.data[start+2])<<16
@@ -272,7 +286,7 @@ func readUnit(br *bufio.Reader, off int64, buf []byte) (unit, error) {
 			return u, &formatError{off + int64(start), "zstd block too large"}
 		}
 		if !readN(br, &u, size) {
-			u.data = u.data[:start]
+			u.cutAt(start)
 			return u, nil
 		}
 		u.blocks++
@@ -287,7 +301,7 @@ func readUnit(br *bufio.Reader, off int64, buf []byte) (unit, error) {
 	if u.checksum {
 		before := len(u.data)
 		if !readN(br, &u, 4) {
-			u.data = u.data[:before]
+			u.cutAt(before)
 			return u, nil
 		}
 	}
@@ -295,9 +309,16 @@ func readUnit(br *bufio.Reader, off int64, buf []byte) (unit, error) {
 	return u, nil
 }
 
+// cutAt keeps data[:n] as the frame's complete part and the bytes read
+// after it as rest.
+func (u *unit) cutAt(n int) {
+	u.rest = u.data[n:]
+	u.data = u.data[:n]
+}
+
 // readN appends n bytes from br to u.data; on a short read it marks u torn
 // and returns false (the partial bytes are left for the caller to drop).
-func readN(br *bufio.Reader, u *unit, n int) bool {
+func readN(br unitSource, u *unit, n int) bool {
 	start := len(u.data)
 	u.data = grow(u.data, n)
 	k, err := io.ReadFull(br, u.data[start:start+n])
