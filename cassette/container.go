@@ -5,6 +5,8 @@ import (
 	"errors"
 	"hash/crc32"
 	"io"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // The container: a cassette file is a sequence of zstd frames (RFC 8878).
@@ -147,12 +149,14 @@ type unit struct {
 	magic uint32
 	data  []byte // the whole frame as stored (data frames: header, blocks, checksum)
 	// Data frames only:
-	complete bool  // the last block and the checksum are present
-	blocks   int   // complete blocks in data
-	lastHdr  int   // offset in data of the last complete block's header, -1 for none
-	checksum bool  // the frame header announces a content checksum
-	torn     bool  // the input ended inside this frame
-	skip     int64 // skippable frames: payload bytes discarded, not in data
+	complete bool   // the last block and the checksum are present
+	blocks   int    // complete blocks in data
+	lastHdr  int    // offset in data of the last complete block's header, -1 for none
+	checksum bool   // the frame header announces a content checksum
+	hasFCS   bool   // the frame header declares the content size
+	fcs      uint64 // that size
+	torn     bool   // the input ended inside this frame
+	skip     int64  // skippable frames: payload bytes discarded, not in data
 	// rest (torn data frames) is what was read after the last complete
 	// block up to the end of the input: a partial block header, block or
 	// checksum. It aliases data's array past len(data). A reader looks
@@ -266,6 +270,23 @@ func readUnit(br unitSource, off int64, buf []byte) (unit, error) {
 	if !readN(br, &u, hlen) {
 		return u, nil
 	}
+	// Frame_Content_Size, when present: the decoder allocates that much
+	// up front, so a damaged or crafted header could make it allocate
+	// MaxFrameRaw for a frame of a few bytes. Each block decompresses to
+	// at most maxBlock bytes, which bounds what a frame can honestly say.
+	if fcsLen := [4]int{0, 2, 4, 8}[fhd>>6]; fcsLen > 0 || single {
+		if fcsLen == 0 {
+			fcsLen = 1
+		}
+		var v uint64
+		for i, b := range u.data[len(u.data)-fcsLen:] {
+			v |= uint64(b) << (8 * i)
+		}
+		if fcsLen == 2 {
+			v += 256
+		}
+		u.fcs, u.hasFCS = v, true
+	}
 	for {
 		start := len(u.data)
 		if !readN(br, &u, 3) {
@@ -298,6 +319,9 @@ func readUnit(br unitSource, off int64, buf []byte) (unit, error) {
 			return u, &formatError{off, "zstd frame too large"}
 		}
 	}
+	if !u.contentFits() {
+		return u, &formatError{off, errTooShort.Error()}
+	}
 	if u.checksum {
 		before := len(u.data)
 		if !readN(br, &u, 4) {
@@ -307,6 +331,13 @@ func readUnit(br unitSource, off int64, buf []byte) (unit, error) {
 	}
 	u.complete = true
 	return u, nil
+}
+
+// contentFits reports whether the frame's declared content size (if any)
+// fits in its complete blocks. Check it before decoding a torn frame's
+// blocks; readUnit checks complete frames.
+func (u *unit) contentFits() bool {
+	return !u.hasFCS || u.fcs <= uint64(u.blocks)*maxBlock
 }
 
 // cutAt keeps data[:n] as the frame's complete part and the bytes read
@@ -337,6 +368,16 @@ func grow(b []byte, n int) []byte {
 		b = nb
 	}
 	return b[:len(b)+n]
+}
+
+var errTooShort = errors.New("zstd frame content size larger than its blocks can hold")
+
+// decodeTorn decodes the complete blocks of a torn data frame (closedCopy).
+func decodeTorn(dec *zstd.Decoder, u *unit) ([]byte, error) {
+	if !u.contentFits() {
+		return nil, errTooShort
+	}
+	return dec.DecodeAll(closedCopy(u, nil), nil)
 }
 
 // closedCopy turns the complete blocks of a torn data frame into a frame a

@@ -58,7 +58,9 @@ type Reader struct {
 	count      uint64       // the number of the next record expected
 	returned   uint64       // records Next returned
 	ended      bool         // the end record was seen (or an index frame said it was there)
-	pending    error        // errTorn: the input ended inside the frame raw came from
+	pending    error        // errTorn: the input ended inside the frame raw came from; errDamaged: resync after it
+	later      []byte       // errDamaged: what was read after the frame's whole blocks
+	laterOff   int64        // its offset
 	tornOff    int64        // offset of that frame
 	atEnd      bool         // a resync found nothing readable up to the end of the file
 	strict     bool         // reading the header: damage is fatal
@@ -301,6 +303,16 @@ func (r *Reader) next() (*Record, error) {
 			}
 			return rec, nil
 		}
+		if r.pending == errDamaged {
+			// The whole blocks before a damaged block header were read.
+			r.pending = nil
+			rest := r.later
+			r.later = nil
+			if err := r.resync(r.laterOff, r.laterOff, "a damaged zstd block header", rest); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if r.pending == errTorn {
 			if r.ended {
 				return nil, io.EOF
@@ -313,7 +325,10 @@ func (r *Reader) next() (*Record, error) {
 	}
 }
 
-var errTorn = errors.New("torn")
+var (
+	errTorn    = errors.New("torn")
+	errDamaged = errors.New("damaged") // go on at a resync from later once raw is read
+)
 
 func (r *Reader) corrupt(off int64, reason string) error {
 	return &CorruptError{Offset: off, After: r.count, Reason: reason}
@@ -367,7 +382,7 @@ func (r *Reader) readFrame() error {
 			if r.strict {
 				return r.corrupt(fe.off, fe.reason)
 			}
-			if err := r.resync(u.off, u.data, u.rest, fe.reason); err != nil || r.resumed() {
+			if err := r.resync(u.off, u.off+1, fe.reason, u.data[1:], u.rest); err != nil || r.resumed() {
 				return err
 			}
 			continue
@@ -388,7 +403,7 @@ func (r *Reader) readFrame() error {
 					if r.strict {
 						return r.corrupt(u.off, "bad index frame")
 					}
-					if err := r.resync(u.off, u.data, nil, "bad index frame"); err != nil || r.resumed() {
+					if err := r.resync(u.off, u.off+1, "bad index frame", u.data[1:]); err != nil || r.resumed() {
 						return err
 					}
 					continue
@@ -414,9 +429,18 @@ func (r *Reader) readFrame() error {
 			// The input ends inside this frame: a cut (kill -9, a file
 			// still being written), unless a damaged block header sent the
 			// parse past frames that follow. Those would be in what was
-			// read; a cut leaves none.
+			// read; a cut leaves none. The blocks before the damaged
+			// header are whole: their records are read first.
+			restOff := u.off + int64(len(u.data))
+			if u.blocks > 0 && r.findResume(restOff, u.rest) {
+				rest := append([]byte(nil), u.rest...)
+				if r.decodeUnit(&u) == nil {
+					r.pending, r.later, r.laterOff = errDamaged, rest, restOff
+					return nil
+				}
+			}
 			if r.findResume(u.off+1, joinBytes(u.data[1:], u.rest)) {
-				if err := r.resync(u.off, u.data, u.rest, "a damaged zstd block header"); err != nil || r.resumed() {
+				if err := r.resync(u.off, u.off+1, "a damaged zstd block header", u.data[1:], u.rest); err != nil || r.resumed() {
 					return err
 				}
 				continue
@@ -426,7 +450,7 @@ func (r *Reader) readFrame() error {
 			if r.strict {
 				return err
 			}
-			if err := r.resync(u.off, u.data, u.rest, err.(*CorruptError).Reason); err != nil || r.resumed() {
+			if err := r.resync(u.off, u.off+1, err.(*CorruptError).Reason, u.data[1:], u.rest); err != nil || r.resumed() {
 				return err
 			}
 			continue
@@ -459,6 +483,9 @@ func (r *Reader) decodeUnit(u *unit) error {
 	r.frameDone = false
 	r.frameEnd = u.off + int64(len(u.data)+len(u.rest))
 	if u.blocks > 0 {
+		if !u.contentFits() {
+			return r.corrupt(u.off, errTooShort.Error())
+		}
 		r.tmp = closedCopy(u, r.tmp)
 		raw, err := r.dec.DecodeAll(r.tmp, r.raw[:0])
 		if err != nil {
@@ -488,21 +515,23 @@ type resumePoint struct {
 	size     int64  // bytes of the frame
 }
 
-// resync skips a damaged unit that starts at off (data and rest are what
-// was read of it) and goes on at the first resume point after its first
-// byte, reading on through the file as far as needed. Everything read
-// ahead and not used goes back in front of the input.
-func (r *Reader) resync(off int64, data, rest []byte, reason string) error {
+// resync skips damage found at off: it goes on at the first resume point
+// in the bytes from offset from on (parts, then the rest of the input),
+// reading on through the file as far as needed. Everything read ahead and
+// not used goes back in front of the input.
+func (r *Reader) resync(off, from int64, reason string, parts ...[]byte) error {
 	r.damaged(off, reason)
 	r.raw, r.pos, r.pending = r.raw[:0], 0, nil
-	win := make([]byte, 0, len(data)+len(rest)+len(r.in.back)+64<<10)
-	if len(data) > 0 {
-		win = append(append(append(win, data[1:]...), rest...), r.in.back...)
-	} else {
-		win = append(win, r.in.back...)
+	n := len(r.in.back) + 64<<10
+	for _, p := range parts {
+		n += len(p)
 	}
+	win := make([]byte, 0, n)
+	for _, p := range parts {
+		win = append(win, p...)
+	}
+	win = append(win, r.in.back...)
 	r.in.back = nil
-	from := off + 1
 	eof := false
 	for {
 		p, i, need := r.scan(from, win, eof)
@@ -620,7 +649,7 @@ func (r *Reader) tryResume(off int64, b []byte, eof bool) (p *resumePoint, need 
 	case u.complete:
 		raw, err = r.dec.DecodeAll(u.data, nil)
 	case u.blocks > 0:
-		raw, err = r.dec.DecodeAll(closedCopy(&u, nil), nil)
+		raw, err = decodeTorn(r.dec, &u)
 	default:
 		return nil, false
 	}
