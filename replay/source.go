@@ -98,12 +98,36 @@ type Stream struct {
 	Header cassette.Header // record 0
 	// Warn, when not nil, is called once with a one-line message when the
 	// replay reaches the end of a truncated cassette (no end record, as
-	// after a SIGKILL): everything before the cut was replayed.
+	// after a SIGKILL): everything before the cut was replayed. It is also
+	// called once for each damaged range the replay reads past (its
+	// records are missing from the replay; see Damage). It is called from
+	// the goroutine that reads the cassette.
 	Warn func(msg string)
 
 	r     *cassette.Reader
 	conns []int
 	used  bool
+
+	mu     sync.Mutex
+	damage []*cassette.DamageError
+}
+
+// Damage returns the damaged ranges the replay read past so far: a replay
+// that went on past damage did not replay the records lost there, and the
+// command says so in its exit status.
+func (s *Stream) Damage() []*cassette.DamageError {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*cassette.DamageError(nil), s.damage...)
+}
+
+func (s *Stream) damaged(d *cassette.DamageError) {
+	s.mu.Lock()
+	s.damage = append(s.damage, d)
+	s.mu.Unlock()
+	if s.Warn != nil {
+		s.Warn(fmt.Sprintf("%s: %v", s.Name, d))
+	}
 }
 
 // OpenStream opens the cassette at path for a streaming replay. It reads
@@ -141,8 +165,12 @@ func scanConns(path string) ([]int, error) {
 	for {
 		x, err := r.Next()
 		var te *cassette.TruncatedError
+		var de *cassette.DamageError
 		if err == io.EOF || errors.As(err, &te) {
 			break
+		}
+		if errors.As(err, &de) {
+			continue // reported when the replay reaches it
 		}
 		if err != nil {
 			return nil, describeOpenError(path, err)
@@ -192,6 +220,12 @@ func (ss *streamSource) next() (*cassette.Record, error) {
 	}
 	for {
 		x, err := ss.s.r.Next()
+		var de *cassette.DamageError
+		if errors.As(err, &de) {
+			// Report the range and replay what follows it.
+			ss.s.damaged(de)
+			continue
+		}
 		if err != nil {
 			var te *cassette.TruncatedError
 			if err != io.EOF && !errors.As(err, &te) {

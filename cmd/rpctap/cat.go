@@ -47,8 +47,13 @@ printed up to its last complete record, followed by a warning on stderr
 cat keeps printing the records of a recording in progress as they are
 written, and stops at its end record (or when interrupted).
 
+A damaged cassette (a flipped bit, a bad sector) is printed around the
+damage: each damaged range is reported on stderr once, with its byte
+offsets and the records it lost, and cat goes on at the next readable frame.
+
 Exit status 4 when a file is missing, unreadable, damaged, not a cassette,
-or from a newer rpctap.`,
+or from a newer rpctap (after printing every readable record of a damaged
+one).`,
 		Example: `  rpctap cat session.cassette | jq -c 'select(.k=="frame") | .json'
   rpctap cat --format table session.cassette
   rpctap cat --raw --dir in session.cassette > stdin.bin
@@ -89,16 +94,35 @@ func runCat(o *catOptions, files []string, stdio Stdio) error {
 		return Usagef("--raw and --follow take one cassette")
 	}
 	out := bufio.NewWriterSize(stdio.Out, 64<<10)
+	damaged := false
 	for _, f := range files {
 		err := catFile(o, f, out, stdio.Err, len(files) > 1)
 		if ferr := out.Flush(); err == nil && ferr != nil {
 			return ferr
 		}
+		if errors.Is(err, errDamaged) {
+			damaged = true
+			continue
+		}
 		if err != nil {
 			return err
 		}
 	}
+	if damaged {
+		// Each damaged range was reported where it was found.
+		return Exit(ExitInput)
+	}
 	return nil
+}
+
+// errDamaged: a cassette had damaged ranges, each reported on stderr as it
+// was found, and every readable record around them was printed.
+var errDamaged = errors.New("damaged cassette")
+
+// damageLine is how every command that reads a cassette reports a damaged
+// range it went past: one line, the file, the bytes and the records lost.
+func damageLine(path string, d *cassette.DamageError) string {
+	return fmt.Sprintf("rpctap: %s: %v", path, d)
 }
 
 // catFile prints one cassette. Output is flushed by the caller; the warning
@@ -121,10 +145,21 @@ func catFile(o *catOptions, path string, out *bufio.Writer, errw io.Writer, many
 		fmt.Fprintf(out, "== %s\n", path)
 	}
 	var gaps int64
+	damaged := false
 	for {
 		rec, err := r.Next()
 		if err == io.EOF {
 			break
+		}
+		var de *cassette.DamageError
+		if errors.As(err, &de) {
+			// Say where, then go on with the records after it.
+			if err := out.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintln(errw, damageLine(path, de))
+			damaged = true
+			continue
 		}
 		if err != nil {
 			var te *cassette.TruncatedError
@@ -155,6 +190,9 @@ func catFile(o *catOptions, path string, out *bufio.Writer, errw io.Writer, many
 			return err
 		}
 		fmt.Fprintf(errw, "rpctap: warning: %s: %d bytes of %q were forwarded but not recorded (gap); the output lacks them\n", path, gaps, o.Dir)
+	}
+	if damaged {
+		return errDamaged
 	}
 	return nil
 }

@@ -91,12 +91,19 @@ func runCheck(o *checkOptions, files []string, stdio Stdio) error {
 		if errors.As(err, &ie) {
 			return err
 		}
-		if rep != nil {
-			reports = append(reports, rep)
+		if rep == nil {
+			// Every file named gets an entry: one that cannot be read
+			// is an error in the report, never a missing line.
+			rep = &checkReport{File: f, Protocol: "none", ProtocolSource: "unreadable"}
 		}
 		if err != nil {
+			rep.unreadable(err)
 			inputErrs = append(inputErrs, fmt.Sprintf("%s: %v", f, err))
 		}
+		if len(rep.Damage) > 0 && err == nil {
+			inputErrs = append(inputErrs, fmt.Sprintf("%s: %s; checked every readable record", f, rep.damageSummary()))
+		}
+		reports = append(reports, rep)
 	}
 	if o.Format == "json" {
 		writeCheckJSON(stdio.Out, reports)
@@ -139,20 +146,57 @@ type checkFinding struct {
 
 // checkReport is the verdict on one cassette.
 type checkReport struct {
-	File           string         `json:"file"`
-	Protocol       string         `json:"protocol"`
-	ProtocolSource string         `json:"protocol_source"` // "flag", "detected", "header"
-	Stored         string         `json:"stored_protocol,omitempty"`
-	Frames         uint64         `json:"frames"`
-	Records        uint64         `json:"records"`
-	Truncated      bool           `json:"truncated"`
-	Cut            string         `json:"cut,omitempty"` // "truncated after record N"
-	StoredIgnored  uint64         `json:"stored_violations_ignored"`
-	Errors         int            `json:"errors"`
-	Warnings       int            `json:"warnings"`
-	Infos          int            `json:"infos"`
-	Counts         map[string]int `json:"counts"` // findings per code, including any not listed
-	Findings       []checkFinding `json:"violations"`
+	File           string `json:"file"`
+	Protocol       string `json:"protocol"`
+	ProtocolSource string `json:"protocol_source"` // "flag", "detected", "header"
+	Stored         string `json:"stored_protocol,omitempty"`
+	Frames         uint64 `json:"frames"`
+	Records        uint64 `json:"records"`
+	Truncated      bool   `json:"truncated"`
+	Cut            string `json:"cut,omitempty"` // "truncated after record N"
+	// ReadError is why the file (or its rest) could not be read; it is
+	// also an error-level finding, so that errors is never 0 then.
+	ReadError string `json:"read_error,omitempty"`
+	// Damage lists the damaged ranges the reader skipped (each also an
+	// error-level cassette.damaged finding).
+	Damage        []checkDamage  `json:"damage,omitempty"`
+	StoredIgnored uint64         `json:"stored_violations_ignored"`
+	Errors        int            `json:"errors"`
+	Warnings      int            `json:"warnings"`
+	Infos         int            `json:"infos"`
+	Counts        map[string]int `json:"counts"` // findings per code, including any not listed
+	Findings      []checkFinding `json:"violations"`
+}
+
+// checkDamage is one damaged range of a cassette, as the reader reported
+// it: the byte range, and which records it lost.
+type checkDamage struct {
+	Offset int64  `json:"offset"`
+	End    int64  `json:"end"`
+	First  uint64 `json:"first_record"`
+	Lost   uint64 `json:"records_lost"`
+	ToEnd  bool   `json:"to_end,omitempty"` // every record from first_record on is lost; how many is unknown
+	Reason string `json:"reason"`
+}
+
+// unreadable records why the file (or its rest) could not be read.
+func (r *checkReport) unreadable(err error) {
+	r.ReadError = err.Error()
+	r.add(checkFinding{Code: "cassette.unreadable", Severity: string(protocol.SevError), Message: err.Error()})
+}
+
+func (r *checkReport) damageSummary() string {
+	var lost uint64
+	toEnd := false
+	for _, d := range r.Damage {
+		lost += d.Lost
+		toEnd = toEnd || d.ToEnd
+	}
+	what := plural(int(lost), "record") + " lost"
+	if toEnd {
+		what = "records lost to the end of the file"
+	}
+	return fmt.Sprintf("damaged in %s, %s", plural(len(r.Damage), "place"), what)
 }
 
 func (r *checkReport) add(f checkFinding) {
@@ -365,10 +409,25 @@ func checkRecords(name string, h cassette.Header, src recordSource, forced proto
 	}
 
 	var readErr error
+	var (
+		sawStart bool  // the child's start event: a session of rpctap record with a child
+		sawExit  bool  // the child's exit event
+		lastT    int64 // t of the last record read
+		lastN    uint64
+		lostTail bool // damage ran to the end of the file
+	)
 	for {
 		rec, err := src.Next()
 		if err == io.EOF {
 			break
+		}
+		var de *cassette.DamageError
+		if errors.As(err, &de) {
+			// Report the range and go on with the records after it.
+			rep.Damage = append(rep.Damage, checkDamage{Offset: de.Offset, End: de.End, First: de.First, Lost: de.Lost, ToEnd: de.ToEnd, Reason: de.Reason})
+			rep.add(checkFinding{Code: "cassette.damaged", Severity: string(protocol.SevError), Record: de.First, Message: de.Error()})
+			lostTail = lostTail || de.ToEnd
+			continue
 		}
 		if err != nil {
 			var te *cassette.TruncatedError
@@ -383,6 +442,7 @@ func checkRecords(name string, h cassette.Header, src recordSource, forced proto
 			break
 		}
 		rep.Records++
+		lastT, lastN = rec.T, rec.N
 		switch rec.K {
 		case cassette.KindFrame:
 			frame(rec.Conn, rec)
@@ -397,6 +457,10 @@ func checkRecords(name string, h cassette.Header, src recordSource, forced proto
 			}
 		case cassette.KindEvent:
 			switch rec.Ev {
+			case cassette.EventStart:
+				sawStart = sawStart || rec.Conn == 0
+			case cassette.EventExit:
+				sawExit = true
 			case cassette.EventConnClose:
 				endConn(rec.Conn)
 			case cassette.EventGap:
@@ -405,8 +469,18 @@ func checkRecords(name string, h cassette.Header, src recordSource, forced proto
 			}
 		}
 	}
+	// What was in flight when the recording stopped: requests End finds
+	// unanswered, and lines the tap was still reading.
+	before, inFlight := rep.Counts[protocol.CodeUnanswered], 0
+	for _, c := range conns {
+		inFlight += len(c.partial)
+	}
 	for _, n := range order {
 		endConn(n)
+	}
+	inFlight += rep.Counts[protocol.CodeUnanswered] - before
+	if sawStart && !sawExit && !rep.Truncated && !lostTail && readErr == nil {
+		rep.add(noExitFinding(lastN, lastT, inFlight))
 	}
 	if rep.Protocol == "" {
 		rep.Protocol, rep.ProtocolSource = "none", "no frames"
@@ -419,6 +493,31 @@ func checkRecords(name string, h cassette.Header, src recordSource, forced proto
 		return rep, fmt.Errorf("%v (checked the records before it)", readErr)
 	}
 	return rep, nil
+}
+
+// noExitFinding reports a session that holds the child's start event but
+// no exit event for it. The tap records the child's exit (code or signal) as soon
+// as it reaps it, so only a session whose rpctap died first lacks it:
+// rpctap was killed (SIGKILL, the OOM killer; or its whole process group
+// with the child) or crashed, and the recorder process finished the
+// cassette from what rpctap had forwarded. How the child ended is unknown.
+//
+// Many parents end every session that way (Go's exec.CommandContext, the
+// ACP Go SDK example client kill the agent right after its last reply), and
+// such a session is valid: with nothing left in flight it is info. It is a
+// warning when the session was cut with work in flight (a request never
+// answered, a line half read): then rpctap died in the middle of the
+// session, and a CI gate must not pass it as a clean run.
+func noExitFinding(lastN uint64, lastT int64, inFlight int) checkFinding {
+	f := checkFinding{Code: "cassette.no-exit", Severity: string(protocol.SevInfo), Record: lastN}
+	at := fmt.Sprintf("at %ss (record %d, the last)", seconds(lastT, false), lastN)
+	if inFlight > 0 {
+		f.Severity = string(protocol.SevWarning)
+		f.Message = fmt.Sprintf("the session ended without the child's exit event %s with %s in flight: rpctap was killed or crashed mid-session, the child's exit status is unknown", at, plural(inFlight, "request"))
+	} else {
+		f.Message = fmt.Sprintf("the session ended without the child's exit event %s: rpctap was killed after the last exchange (as parents that end sessions with SIGKILL do), the child's exit status is unknown", at)
+	}
+	return f
 }
 
 // shortExcerpt is a one-line, bounded rendering of a frame: control bytes
@@ -449,6 +548,10 @@ func shortExcerpt(b []byte) string {
 var sevRank = map[string]int{"error": 0, "warning": 1, "info": 2}
 
 func writeCheckText(w io.Writer, r *checkReport, max int) {
+	if r.ReadError != "" && r.Records == 0 {
+		fmt.Fprintf(w, "%s: unreadable: %s\n", r.File, r.ReadError)
+		return
+	}
 	src := r.ProtocolSource
 	if r.Stored != "" && r.Stored != r.Protocol {
 		src += ", recorded as " + r.Stored
