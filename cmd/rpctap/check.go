@@ -442,7 +442,9 @@ func checkRecords(name string, h cassette.Header, src recordSource, forced proto
 			break
 		}
 		rep.Records++
-		lastT, lastN = rec.T, rec.N
+		if rec.K != cassette.KindEnd {
+			lastT, lastN = rec.T, rec.N // the session's last record, not the recorder's
+		}
 		switch rec.K {
 		case cassette.KindFrame:
 			frame(rec.Conn, rec)
