@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rpctap/rpctap/internal/testpeers"
 )
 
 // agentMix generates distinct agent-like traffic: ACP sessions with streamed
@@ -134,19 +135,14 @@ func writeMix(t testing.TB, path string, n, batch int, o *Options) {
 	}
 }
 
-// trafficFiles lists ../shared/traffic captures, or skips when absent.
+// trafficFiles lists the traffic captures: testdata/traffic, and
+// ../shared/traffic too when it is beside the checkout.
 func trafficFiles(t testing.TB) []string {
-	files, _ := filepath.Glob(filepath.Join("..", "..", "shared", "traffic", "*.*"))
-	var out []string
-	for _, f := range files {
-		if strings.HasSuffix(f, ".in") || strings.HasSuffix(f, ".out") {
-			out = append(out, f)
-		}
+	files := testpeers.CaptureFiles()
+	if len(files) == 0 {
+		t.Fatal("no captures in testdata/traffic")
 	}
-	if len(out) == 0 {
-		t.Skip("needs ../shared/traffic beside the checkout")
-	}
-	return out
+	return files
 }
 
 func readFile(t testing.TB, path string) []byte {

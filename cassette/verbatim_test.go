@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/rpctap/rpctap/internal/jsonscan"
+	"github.com/rpctap/rpctap/internal/testpeers"
 )
 
 // refVerbatim is the plain statement of the rule Verbatim implements in one
@@ -45,8 +45,7 @@ func verbatimSeeds(t testing.TB) [][]byte {
 	for _, s := range seeds {
 		out = append(out, []byte(s))
 	}
-	files, _ := filepath.Glob(filepath.Join("..", "..", "shared", "traffic", "*"))
-	for _, f := range files {
+	for _, f := range testpeers.CaptureFiles() {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			continue

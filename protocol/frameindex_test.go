@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand"
-	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -21,7 +20,7 @@ import (
 func indexCorpus(t *testing.T, proto string) []benchFrame {
 	var out []benchFrame
 	p, _ := Lookup(proto)
-	caps, _ := filepath.Glob(filepath.Join(sharedDir(t), "traffic", proto+"-*.in"))
+	caps := captureIns(proto + "-*.in")
 	for _, in := range caps {
 		name := in[:len(in)-len(".in")]
 		s := NewSession(p)

@@ -3,7 +3,6 @@ package protocol
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"testing"
 )
@@ -25,8 +24,7 @@ type benchFrame struct {
 func rpcBenchFrames(b *testing.B, proto string) []benchFrame {
 	b.Helper()
 	var out []benchFrame
-	dir := filepath.Join(sharedDir(b), "traffic")
-	caps, _ := filepath.Glob(filepath.Join(dir, proto+"-*.in"))
+	caps := captureIns(proto + "-*.in")
 	p, _ := Lookup(proto)
 	for _, in := range caps {
 		name := in[:len(in)-len(".in")]

@@ -317,20 +317,20 @@ func TestPiFamilyShapeChecker(t *testing.T) {
 }
 
 // TestPiFamilySniffersQuietOnJSONRPC: the four event-style sniffers claim
-// nothing of the JSON-RPC captures (ACP, MCP) in ../shared/traffic.
+// nothing of the JSON-RPC captures (ACP, MCP) in testdata/traffic and
+// ../shared/traffic.
 func TestPiFamilySniffersQuietOnJSONRPC(t *testing.T) {
-	dir := filepath.Join(sharedDir(t), "traffic")
-	ins, _ := filepath.Glob(filepath.Join(dir, "*.in"))
+	ins := captureIns("*.in")
 	checked := 0
 	for _, in := range ins {
 		name := strings.TrimSuffix(filepath.Base(in), ".in")
-		if name == "lsp-gopls" || strings.HasPrefix(name, "pi-") {
+		if name == "lsp-gopls" || !strings.HasPrefix(name, "acp-") && !strings.HasPrefix(name, "mcp-") {
 			continue
 		}
 		for _, d := range []Dir{FromParent, FromChild} {
 			path := in
 			if d == FromChild {
-				path = filepath.Join(dir, name+".out")
+				path = strings.TrimSuffix(in, ".in") + ".out"
 			}
 			for _, f := range readLines(t, path) {
 				checked++

@@ -1,23 +1,36 @@
 package protocol
 
 import (
+	"bytes"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
 func TestPiValidSessions(t *testing.T) { testValidSessions(t, "pi") }
 
-// TestPiTraffic: the real capture of pi 0.73.1 in --mode rpc is detected as
-// pi and has no error-level violation.
+// TestPiTraffic: pi sessions in --mode rpc are detected as pi and have no
+// error-level violation: testdata/traffic/pi-session (written from pi's RPC
+// documentation) and, when ../shared is there, the real capture of pi 0.73.1.
 //
-// The capture keeps only the order within each direction. Its stdout opens
-// with the `parse` response to "not json", the LAST line of stdin, so the
-// shell script had written all of stdin before pi answered anything: the
-// faithful session order is every stdin frame, then every stdout frame.
+// The captures keep only the order within each direction. Each stdout
+// answers the `parse` error of the non-JSON line, the LAST line of stdin,
+// before later commands, so the writer had written all of stdin before pi
+// answered anything: the faithful session order is every stdin frame, then
+// every stdout frame.
 func TestPiTraffic(t *testing.T) {
-	dir := filepath.Join(sharedDir(t), "traffic")
-	in := readLines(t, filepath.Join(dir, "pi-rpc.in"))
-	out := readLines(t, filepath.Join(dir, "pi-rpc.out"))
+	ins := captureIns("pi-*.in")
+	if len(ins) == 0 {
+		t.Fatal("no pi captures in testdata/traffic")
+	}
+	for _, inPath := range ins {
+		t.Run(filepath.Base(inPath), func(t *testing.T) { checkPiCapture(t, inPath) })
+	}
+}
+
+func checkPiCapture(t *testing.T, inPath string) {
+	in := readLines(t, inPath)
+	out := readLines(t, strings.TrimSuffix(inPath, ".in")+".out")
 	var seq []DirFrame
 	var steps []evStep
 	for _, f := range in {
@@ -47,10 +60,10 @@ func TestPiTraffic(t *testing.T) {
 	}
 	// The parent's deliberate mistakes are seen, as warnings.
 	if seen["pi.unknown-command"] != SevWarning {
-		t.Errorf("bogus_cmd not reported as a pi.unknown-command warning: %v", seen)
+		t.Errorf("the unknown command not reported as a pi.unknown-command warning: %v", seen)
 	}
 	if seen[CodeNonJSONStdin] != SevWarning {
-		t.Errorf("\"not json\" on stdin not reported as a %s warning: %v", CodeNonJSONStdin, seen)
+		t.Errorf("the non-JSON line on stdin not reported as a %s warning: %v", CodeNonJSONStdin, seen)
 	}
 	// Every response with an id found its command.
 	responses := 0
@@ -62,8 +75,8 @@ func TestPiTraffic(t *testing.T) {
 			}
 		}
 	}
-	if responses != len(out) {
-		t.Errorf("%d responses classified, the capture's stdout has %d", responses, len(out))
+	if want := bytes.Count(bytes.Join(out, []byte("\n")), []byte(`"type":"response"`)); responses != want {
+		t.Errorf("%d responses classified, the capture's stdout has %d", responses, want)
 	}
 	if _, ok := seen[CodeUnanswered]; ok {
 		t.Errorf("a command was left unanswered: %s", fmtViolations(vs))

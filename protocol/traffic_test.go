@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/rpctap/rpctap/internal/testpeers"
 )
 
 // sharedDir finds ../shared beside the module root, or skips the test.
@@ -18,6 +20,19 @@ func sharedDir(t testing.TB) string {
 		t.Skipf("needs ../shared beside the checkout (looked for %s): %v", dir, err)
 	}
 	return dir
+}
+
+// captureIns lists the .in files of every traffic pair whose file name
+// matches glob: the fixtures of testdata/traffic (every clone has them) and
+// the third-party captures of ../shared/traffic when they are there.
+func captureIns(glob string) []string {
+	var ins []string
+	for _, c := range testpeers.Captures() {
+		if ok, _ := filepath.Match(glob, filepath.Base(c.In)); ok {
+			ins = append(ins, c.In)
+		}
+	}
+	return ins
 }
 
 // readLines splits an NDJSON capture into frames (line endings removed).
@@ -117,10 +132,9 @@ func interleave(p Protocol, in, out [][]byte) []DirFrame {
 }
 
 func TestTrafficCaptures(t *testing.T) {
-	dir := filepath.Join(sharedDir(t), "traffic")
-	ins, _ := filepath.Glob(filepath.Join(dir, "*.in"))
+	ins := captureIns("*.in")
 	if len(ins) == 0 {
-		t.Fatalf("no captures in %s", dir)
+		t.Fatal("no captures in testdata/traffic")
 	}
 	for _, inPath := range ins {
 		name := strings.TrimSuffix(filepath.Base(inPath), ".in")
@@ -130,12 +144,10 @@ func TestTrafficCaptures(t *testing.T) {
 		want := strings.SplitN(name, "-", 2)[0]
 		t.Run(name, func(t *testing.T) {
 			p, err := Lookup(want)
-			if err != nil && want == "pi" {
-				t.Skipf("protocol pi is registered by the event-protocols work, not yet here: %v", err)
-			} else if err != nil {
+			if err != nil {
 				t.Fatal(err)
 			}
-			seq := interleave(p, readLines(t, inPath), readLines(t, filepath.Join(dir, name+".out")))
+			seq := interleave(p, readLines(t, inPath), readLines(t, strings.TrimSuffix(inPath, ".in")+".out"))
 			if got := Detect(seq); got != want {
 				t.Fatalf("detected %q, want %q", got, want)
 			}

@@ -90,7 +90,7 @@ func acpRecording(t *testing.T) []cassette.Record {
 	return b.end()
 }
 
-const sess = "sess_deb13a2950f6717b1405b27e"
+const sess = "sess_d19697b4d00049da84f8ab34"
 
 func TestChildACPRemapsIDsBothWays(t *testing.T) {
 	p := startPeer(t, acpRecording(t), WithSpeed(0))
@@ -207,7 +207,7 @@ func TestChildNotStrictStillReports(t *testing.T) {
 func TestChildWindowAllowsOutOfOrderRequests(t *testing.T) {
 	b := fromTrafficSequential(t, "mcp-go-everything", "mcp")
 	p := startPeer(t, b.end(), WithSpeed(0))
-	in, _ := testpeers.Traffic(t, "mcp-go-everything")
+	in, _ := testpeers.Fixture(t, "mcp-go-everything")
 	p.send(string(in[0]))
 	if r := p.recv(); jsonOf(r["id"]) != "1" {
 		t.Fatal(r)
@@ -230,7 +230,7 @@ func TestChildWindowAllowsOutOfOrderRequests(t *testing.T) {
 func TestChildWindowOneForcesRecordedOrder(t *testing.T) {
 	b := fromTrafficSequential(t, "mcp-go-everything", "mcp")
 	p := startPeer(t, b.end(), WithSpeed(0), WithWindow(1))
-	in, _ := testpeers.Traffic(t, "mcp-go-everything")
+	in, _ := testpeers.Fixture(t, "mcp-go-everything")
 	p.send(string(in[0]))
 	p.recv()
 	p.send(string(in[2]))
@@ -240,22 +240,30 @@ func TestChildWindowOneForcesRecordedOrder(t *testing.T) {
 }
 
 func TestChildPiIDsAndTextLines(t *testing.T) {
-	b := fromTrafficBatch(t, "pi-rpc", "pi")
+	b := fromTrafficBatch(t, "pi-session", "pi")
 	p := startPeer(t, b.end(), WithSpeed(0))
-	in, _ := testpeers.Traffic(t, "pi-rpc")
+	in, _ := testpeers.Fixture(t, "pi-session")
 	for _, l := range in {
 		p.send(strings.Replace(string(l), `"id":"`, `"id":"live-`, 1))
 	}
 	got := map[string]string{}
-	for range 8 {
+	events := 0
+	for len(got) < 7 {
 		r := p.recv()
+		if r["type"] != "response" {
+			events++
+			continue
+		}
 		id, _ := r["id"].(string)
 		got[r["command"].(string)] = id
 	}
-	want := map[string]string{"parse": "", "get_state": "live-s1", "set_thinking_level": "live-t1", "get_session_stats": "live-st1",
-		"prompt": "live-p1", "get_messages": "live-g1", "bogus_cmd": "", "get_available_models": "live-m1"}
+	want := map[string]string{"parse": "", "get_state": "live-st", "set_thinking_level": "live-lv", "get_session_stats": "live-ss",
+		"prompt": "live-p1", "get_messages": "", "no_such_command": ""}
 	if jsonOf(got) != jsonOf(want) {
 		t.Fatalf("got %v", got)
+	}
+	if events != 12 {
+		t.Errorf("%d events replayed between the responses, the session has 12", events)
 	}
 	p.c.Stdin.Close()
 	if res, err := p.c.Wait(); err != nil || res.Diverged() {

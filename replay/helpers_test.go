@@ -31,7 +31,7 @@ func (b *builder) end() []cassette.Record { return b.End() }
 // fromTrafficSequential interleaves a JSON-RPC capture pair the way a
 // sequential parent produces it (replaytest.Builder.Interleave).
 func fromTrafficSequential(t testing.TB, name, protocol string) *builder {
-	in, out := testpeers.TrafficStrings(t, name)
+	in, out := testpeers.FixtureStrings(t, name)
 	b := newBuilder(protocol)
 	b.event(cassette.EventStart, nil)
 	b.Interleave(in, out)
@@ -39,9 +39,9 @@ func fromTrafficSequential(t testing.TB, name, protocol string) *builder {
 }
 
 // fromTrafficBatch records every parent line first, then every child line:
-// a parent that writes everything and then reads (the pi-rpc capture).
+// a parent that writes everything and then reads (the pi-session fixture).
 func fromTrafficBatch(t testing.TB, name, protocol string) *builder {
-	in, out := testpeers.Traffic(t, name)
+	in, out := testpeers.Fixture(t, name)
 	b := newBuilder(protocol)
 	b.event(cassette.EventStart, nil)
 	for _, l := range in {

@@ -37,7 +37,7 @@ func TestParentReportsDifferentChild(t *testing.T) {
 	for _, r := range acpRecording(t) {
 		if r.JSON != nil {
 			s := strings.Replace(string(r.JSON), "Perfect!", "Done.", 1)
-			s = strings.ReplaceAll(s, "sess_deb13a2950f6717b1405b27e", "sess_live")
+			s = strings.ReplaceAll(s, "sess_d19697b4d00049da84f8ab34", "sess_live")
 			r.JSON = []byte(s)
 		}
 		recs = append(recs, r)

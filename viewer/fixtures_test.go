@@ -95,12 +95,11 @@ func acpSession() []cassette.Record {
 	return b.recs
 }
 
-// trafficRecords turns a capture pair from ../shared/traffic into records,
+// trafficRecords turns a capture pair from testdata/traffic into records,
 // interleaving the two directions causally (a response after its request).
-// It skips the test when ../shared is not beside the checkout.
 func trafficRecords(t testing.TB, name string) []cassette.Record {
 	t.Helper()
-	in, out := testpeers.Traffic(t, name)
+	in, out := testpeers.Fixture(t, name)
 	lines := func(ls [][]byte, d cassette.Dir) []cassette.Record {
 		var rs []cassette.Record
 		for _, l := range ls {

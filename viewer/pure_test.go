@@ -102,7 +102,7 @@ func TestPairingWithoutIDsIsFIFOByCommand(t *testing.T) {
 }
 
 func TestPairingOnRealTraffic(t *testing.T) {
-	for _, name := range []string{"acp-go", "acp-ts-agent", "mcp-session-everything", "pi-rpc"} {
+	for _, name := range []string{"acp-go", "mcp-go-everything", "mcp-go-session", "mcp-progress", "pi-session"} {
 		t.Run(name, func(t *testing.T) {
 			recs := trafficRecords(t, name)
 			a := analyse(recs)

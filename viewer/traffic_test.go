@@ -8,7 +8,7 @@ import (
 	"github.com/rpctap/rpctap/cassette"
 )
 
-// trafficCassette writes a capture pair from ../shared/traffic as a
+// trafficCassette writes a capture pair from testdata/traffic as a
 // cassette, leaving the frames unclassified so that the viewer classifies
 // them with the protocol package, as it does for cassettes recorded before
 // a protocol was known.
@@ -54,7 +54,7 @@ func TestTrafficACPGo(t *testing.T) {
 }
 
 func TestTrafficMCPProgress(t *testing.T) {
-	h := newHarness(t, trafficCassette(t, "mcp-session-everything", "mcp"), Options{Name: "mcp.cassette"})
+	h := newHarness(t, trafficCassette(t, "mcp-progress", "mcp"), Options{Name: "mcp.cassette"})
 	h.keys("s")
 	scr := h.golden("traffic-mcp-stats")
 	if !strings.Contains(scr, "tools/call") {

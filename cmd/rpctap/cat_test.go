@@ -17,6 +17,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/rogpeppe/go-internal/txtar"
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/testpeers"
 	"github.com/rpctap/rpctap/protocol"
 )
 
@@ -326,24 +327,24 @@ func TestSampleCassettes(t *testing.T) {
 			t.Errorf("%s does not embed %s.b64", script, name)
 		}
 		for _, f := range ar.Files {
-			shared := filepath.Join("..", "..", "..", "shared", "traffic", f.Name)
-			if want, err := os.ReadFile(shared); err == nil && !bytes.Equal(f.Data, want) {
-				t.Errorf("%s: embedded %s differs from %s", script, f.Name, shared)
+			fixture := filepath.Join(testpeers.TestdataTraffic(), f.Name)
+			if want, err := os.ReadFile(fixture); err == nil && !bytes.Equal(f.Data, want) {
+				t.Errorf("%s: embedded %s differs from %s", script, f.Name, fixture)
 			}
 		}
 	}
 }
 
-// writeSamples builds the sample cassettes from ../shared/traffic/acp-go
+// writeSamples builds the sample cassettes from testdata/traffic/acp-go
 // (an ACP Go SDK example client driving its example agent), interleaving
 // the two directions causally (each request before its response, an agent
 // request before the client's answer), classified by the protocol package.
 func writeSamples(t *testing.T) {
-	shared := filepath.Join("..", "..", "..", "shared", "traffic")
-	in, err1 := os.ReadFile(filepath.Join(shared, "acp-go.in"))
-	out, err2 := os.ReadFile(filepath.Join(shared, "acp-go.out"))
+	fixtures := testpeers.TestdataTraffic()
+	in, err1 := os.ReadFile(filepath.Join(fixtures, "acp-go.in"))
+	out, err2 := os.ReadFile(filepath.Join(fixtures, "acp-go.out"))
 	if err1 != nil || err2 != nil {
-		t.Fatal("needs ../shared/traffic", err1, err2)
+		t.Fatal(err1, err2)
 	}
 	acp, err := protocol.Lookup("acp")
 	if err != nil {

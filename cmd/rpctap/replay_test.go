@@ -36,14 +36,10 @@ func rpctapPath(t *testing.T) string {
 	return p
 }
 
-// realPeersRpctap skips a test that records real SDK peers through
-// `rpctap record` when record is not in this build or with -short, and
-// returns the rpctap in PATH.
+// realPeersRpctap skips a test that records real SDK peers with -short,
+// and returns the rpctap in PATH.
 func realPeersRpctap(t *testing.T) string {
 	t.Helper()
-	if !haveRecord() {
-		t.Skip("needs `rpctap record`, which is not available in this build yet")
-	}
 	if testing.Short() {
 		t.Skip("builds the SDK example programs; skipped with -short")
 	}
@@ -71,10 +67,8 @@ func run(t *testing.T, dir, stdin string, argv ...string) runResult {
 	return runResult{out.String(), errb.String(), cmd.ProcessState.ExitCode()}
 }
 
-func haveRecord() bool { _, ok := commands["record"]; return ok }
-
 func trafficCassette(t *testing.T, dir string) string {
-	in, out := testpeers.TrafficStrings(t, "acp-go")
+	in, out := testpeers.FixtureStrings(t, "acp-go")
 	b := replaytest.New("acp").Event("start").Stderr("example agent: ready").Interleave(in, out)
 	b.Stderr("example agent: done").Event("stdin-eof").Exit(0)
 	p := filepath.Join(dir, "acp-go.cassette")
@@ -95,7 +89,7 @@ func TestReplayACPExampleClientFromCapture(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
-	for _, want := range []string{"Connected to agent (protocol v1)", "Created session: sess_deb13a2950f6717b1405b27e",
+	for _, want := range []string{"Connected to agent (protocol v1)", "Created session: sess_d19697b4d00049da84f8ab34",
 		"Permission requested: Modifying critical configuration file", "Perfect! I've successfully updated", "Agent completed"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("client output lacks %q:\n%s", want, r.stdout)
@@ -113,9 +107,6 @@ func TestReplayACPExampleClientFromCapture(t *testing.T) {
 // `rpctap record`, then runs the same parent against `rpctap replay` of the
 // cassette: the parent's output must be the same.
 func TestReplayRecordedSessions(t *testing.T) {
-	if !haveRecord() {
-		t.Skip("rpctap record is not available yet")
-	}
 	bin := testpeers.Dir(t)
 	rp := rpctapPath(t)
 	for _, c := range []struct {
@@ -258,16 +249,14 @@ func TestVerifyACPAgent(t *testing.T) {
 	}
 	// The same with a cassette recorded from the example client and agent
 	// through rpctap record.
-	if haveRecord() {
-		rec := filepath.Join(dir, "recorded.cassette")
-		live := run(t, dir, "1\n", filepath.Join(bin, "acpclient"), rp, "record", "-q", "-o", rec, "--", filepath.Join(bin, "acpagent"))
-		if live.code != 0 {
-			t.Fatalf("recording: exit %d\n%s", live.code, live.stderr)
-		}
-		r = run(t, dir, "", rp, "verify", rec, "--", filepath.Join(bin, "acpagent"))
-		if r.code != 0 || !strings.Contains(r.stdout, "rpctap verify: ok: 12 child frames matched, 4 parent frames sent") {
-			t.Fatalf("verify of the recorded cassette: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
-		}
+	rec := filepath.Join(dir, "recorded.cassette")
+	live := run(t, dir, "1\n", filepath.Join(bin, "acpclient"), rp, "record", "-q", "-o", rec, "--", filepath.Join(bin, "acpagent"))
+	if live.code != 0 {
+		t.Fatalf("recording: exit %d\n%s", live.code, live.stderr)
+	}
+	r = run(t, dir, "", rp, "verify", rec, "--", filepath.Join(bin, "acpagent"))
+	if r.code != 0 || !strings.Contains(r.stdout, "rpctap verify: ok: 12 child frames matched, 4 parent frames sent") {
+		t.Fatalf("verify of the recorded cassette: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
 	// Another agent answers differently: a clear report and exit 1.
 	r = run(t, dir, "", rp, "verify", "--timeout", "2s", cas, "--", rp, "demo-agent")
@@ -400,7 +389,7 @@ func TestDiffCLI(t *testing.T) {
 	testpeers.Dir(t)
 	dir := t.TempDir()
 	a := trafficCassette(t, dir)
-	in, out := testpeers.TrafficStrings(t, "acp-go")
+	in, out := testpeers.FixtureStrings(t, "acp-go")
 	out2 := append([]string(nil), out...)
 	out2[len(out2)-1] = strings.Replace(out2[len(out2)-1], "end_turn", "cancelled", 1)
 	b := filepath.Join(dir, "b.cassette")
@@ -464,9 +453,6 @@ func TestReplaySocketModeConn(t *testing.T) {
 }
 
 func TestReplayDiesOfRecordedSignal(t *testing.T) {
-	if !haveRecord() {
-		t.Skip("rpctap record is not available yet")
-	}
 	testpeers.Dir(t)
 	dir := t.TempDir()
 	rp := rpctapPath(t)

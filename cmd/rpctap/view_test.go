@@ -167,9 +167,6 @@ func TestViewRealPeers(t *testing.T) {
 // writes it (the bundled demo with pauses between chunks): records appear
 // as they are recorded, and the end record stops the follow.
 func TestViewFollowsLiveRecording(t *testing.T) {
-	if _, ok := commands["record"]; !ok {
-		t.Skip("needs `rpctap record`, which is not available in this build yet")
-	}
 	rp := rpctapPath(t)
 	path := filepath.Join(t.TempDir(), "live.cassette")
 	demo := exec.Command(rp, "demo", "-q", "--delay", "150ms", "-o", path)

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/testpeers"
 	"github.com/rpctap/rpctap/tap"
 )
 
@@ -136,14 +137,12 @@ func (f *fakeTap) chunk(s tap.Stream, data []byte) tap.Chunk {
 	return tap.Chunk{Stream: s, Seq: seq, T: t, Data: data}
 }
 
-// traffic returns the NDJSON captures in ../shared/traffic (parent and child
-// bytes), skipping the test when they are not there.
+// traffic returns the NDJSON captures (parent and child bytes) of
+// testdata/traffic, and of ../shared/traffic when it is beside the checkout,
+// keyed by file name ("shared-" before the third-party ones).
 func traffic(t testing.TB) map[string][]byte {
-	dir := filepath.Join("..", "..", "shared", "traffic")
 	m := map[string][]byte{}
-	files, _ := filepath.Glob(filepath.Join(dir, "*.in"))
-	files2, _ := filepath.Glob(filepath.Join(dir, "*.out"))
-	for _, f := range append(files, files2...) {
+	for _, f := range testpeers.CaptureFiles() {
 		if strings.Contains(f, "lsp-") {
 			continue
 		}
@@ -151,10 +150,14 @@ func traffic(t testing.TB) map[string][]byte {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m[filepath.Base(f)] = b
+		name := filepath.Base(f)
+		if filepath.Base(filepath.Dir(filepath.Dir(f))) == "shared" {
+			name = "shared-" + name
+		}
+		m[name] = b
 	}
 	if len(m) == 0 {
-		t.Skip("needs ../shared/traffic beside the checkout")
+		t.Fatal("no captures in testdata/traffic")
 	}
 	return m
 }
@@ -166,8 +169,8 @@ func traffic(t testing.TB) map[string][]byte {
 func agentMix(t testing.TB, size int) []byte {
 	rng := rand.New(rand.NewSource(1))
 	var b bytes.Buffer
-	dir := filepath.Join("..", "..", "shared", "traffic")
-	for _, n := range []string{"acp-go.in", "acp-go.out", "acp-ts-agent.out", "mcp-session-everything.out", "pi-rpc.out", "mcp-go-everything.out"} {
+	dir := testpeers.TestdataTraffic()
+	for _, n := range []string{"acp-go.in", "acp-go.out", "mcp-go-session.out", "pi-session.out", "mcp-go-everything.out"} {
 		if data, err := os.ReadFile(filepath.Join(dir, n)); err == nil {
 			b.Write(data)
 		}

@@ -269,9 +269,6 @@ func TestRecorderWriterFailureDegradesOnce(t *testing.T) {
 
 func TestRecorderValidatorPanicDegrades(t *testing.T) {
 	names := protocol.Names()
-	if len(names) == 0 {
-		t.Skip("no protocol registered yet")
-	}
 	w := &memWriter{}
 	calls := 0
 	r, ws := newTestRecorder(t, w, WithProtocol(names[0], true), func(o *Options) {
@@ -355,9 +352,6 @@ func TestRecorderLossyRecordsGaps(t *testing.T) {
 
 func TestRecorderDetectsProtocol(t *testing.T) {
 	mix := traffic(t)
-	if _, err := protocol.Lookup("acp"); err != nil {
-		t.Skip("acp not registered yet:", err)
-	}
 	w := &memWriter{}
 	r, _ := newTestRecorder(t, w)
 	ft := &fakeTap{}
@@ -490,9 +484,6 @@ func TestRecorderRedacts(t *testing.T) {
 // Socket mode: each connection is its own stream pair and session; a
 // closed connection gets its last line and its session-end checks at once.
 func TestRecorderConnections(t *testing.T) {
-	if _, err := protocol.Lookup("acp"); err != nil {
-		t.Skip("acp not registered yet")
-	}
 	w := &memWriter{}
 	r, _ := newTestRecorder(t, w, WithProtocol("acp", true))
 	ft := &fakeTap{}
@@ -540,9 +531,6 @@ func TestRecorderConnections(t *testing.T) {
 
 // A forced protocol gets a meta record unless the header already names it.
 func TestRecorderForcedProtocolMeta(t *testing.T) {
-	if _, err := protocol.Lookup("mcp"); err != nil {
-		t.Skip("mcp not registered yet")
-	}
 	for _, inHeader := range []bool{false, true} {
 		w := &memWriter{}
 		r, _ := newTestRecorder(t, w, WithProtocol("mcp", inHeader))

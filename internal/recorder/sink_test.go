@@ -388,9 +388,6 @@ func TestSinkUnwritablePath(t *testing.T) {
 }
 
 func TestSinkValidatorPanic(t *testing.T) {
-	if _, err := protocol.Lookup("acp"); err != nil {
-		t.Skip("acp not registered yet")
-	}
 	path := filepath.Join(t.TempDir(), "p.cassette")
 	o, ws := startTestSink(t, path, func(cfg *SinkConfig) {
 		cfg.Protocol = "acp"

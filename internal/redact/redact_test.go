@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/rpctap/rpctap/internal/jsonscan"
+	"github.com/rpctap/rpctap/internal/testpeers"
 )
 
 func TestLine(t *testing.T) {
@@ -112,9 +112,9 @@ func TestFastPath(t *testing.T) {
 // TestTraffic: real captures redact without breaking any frame, and frames
 // of the captures that carry no secrets are unchanged.
 func TestTraffic(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join("..", "..", "..", "shared", "traffic", "*.*"))
+	files := testpeers.CaptureFiles()
 	if len(files) == 0 {
-		t.Skip("needs ../shared/traffic beside the checkout")
+		t.Fatal("no captures in testdata/traffic")
 	}
 	r := Default()
 	slow := Default()
@@ -213,7 +213,10 @@ func FuzzLine(f *testing.F) {
 }
 
 func BenchmarkLine(b *testing.B) {
-	files, _ := filepath.Glob(filepath.Join("..", "..", "..", "shared", "traffic", "*.out"))
+	var files []string
+	for _, c := range testpeers.Captures() {
+		files = append(files, c.Out)
+	}
 	var lines [][]byte
 	var size int64
 	for _, f := range files {
@@ -224,7 +227,7 @@ func BenchmarkLine(b *testing.B) {
 		}
 	}
 	if len(lines) == 0 {
-		b.Skip("needs ../shared/traffic")
+		b.Fatal("no captures in testdata/traffic")
 	}
 	r := Default()
 	b.SetBytes(size)

@@ -1,0 +1,299 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/shrink"
+	"github.com/spf13/pflag"
+)
+
+type shrinkOptions struct {
+	Out       string
+	Parent    string
+	Check     string
+	Test      string
+	Match     string
+	RunTime   time.Duration
+	MaxRuns   int
+	Quiet     bool
+	VerifyArg []string // extra flags passed to verify (--timeout)
+	Timeout   time.Duration
+}
+
+func init() {
+	register(&command{
+		Name:    "shrink",
+		Summary: "reduce a failing cassette to the few frames that still make it fail",
+		Usage:   "shrink [flags] CASSETTE (-- CMD [ARGS...] | --parent CMD | --check CODE | --test CMD)",
+		Long: `Delta-debugs a cassette: leaves out as many frames as it can while the failure
+still happens, and writes the smallest failing cassette it finds (CASSETTE's
+name with .min before .cassette unless -o says otherwise). CASSETTE itself is
+never changed.
+
+The failure is one of:
+  -- CMD ARGS     rpctap verify CANDIDATE -- CMD fails (a real child diverges,
+                  crashes or exits with another status)
+  --parent CMD    CMD, run with "rpctap replay CANDIDATE" appended as the
+                  child command it starts, exits non-zero (a parent that
+                  crashes on what the child said)
+  --check CODE    rpctap check CANDIDATE reports violation CODE
+  --test CMD      CMD (run by sh -c, with $RPCTAP_CASSETTE set to the
+                  candidate) exits non-zero
+--match REGEXP also requires the failing run's output (stdout and stderr) to
+match, so that the shrunk cassette fails the same way, not another.
+
+A request is never kept without its response or the response without its
+request, process events are always kept, and the session's first frame (the
+handshake) is pinned. Prints the reduction (frames and bytes before and after,
+runs, time) on stderr. See docs/replay.md.`,
+		Example: `  rpctap shrink session.cassette -- my-agent --acp
+  rpctap shrink --match 'tools/call' session.cassette -- ./server
+  rpctap shrink --parent './my-editor --agent-cmd' session.cassette
+  rpctap shrink --check session.unknown-response-id session.cassette
+  rpctap shrink --test 'go test ./client -run TestReplay' session.cassette`,
+		Flags: func(fs *pflag.FlagSet) func([]string, Stdio) error {
+			o := &shrinkOptions{}
+			fs.StringVarP(&o.Out, "output", "o", "", "where to write the shrunk cassette (default: CASSETTE with .min before .cassette)")
+			fs.StringVar(&o.Parent, "parent", "", "a parent command line; the failure is its non-zero exit against rpctap replay")
+			fs.StringVar(&o.Check, "check", "", "a violation code; the failure is check reporting it")
+			fs.StringVar(&o.Test, "test", "", "a shell command; the failure is its non-zero exit ($RPCTAP_CASSETTE is the candidate)")
+			fs.StringVar(&o.Match, "match", "", "the failing run's output must also match this regular expression")
+			fs.DurationVar(&o.RunTime, "run-timeout", 60*time.Second, "the longest one run may take (a run that takes longer counts as passing)")
+			fs.DurationVar(&o.Timeout, "timeout", 2*time.Second, "verify's --timeout: how long to wait for a recorded child frame")
+			fs.IntVar(&o.MaxRuns, "max-runs", 2000, "stop after this many runs with the smallest failing cassette found so far (0: no limit)")
+			fs.BoolVarP(&o.Quiet, "quiet", "q", false, "print only errors")
+			return func(args []string, stdio Stdio) error {
+				var child []string
+				if len(args) >= 2 && args[1] == "--" {
+					child = args[2:]
+					args = args[:1]
+				} else if len(args) > 1 {
+					child = args[1:]
+					args = args[:1]
+				}
+				if len(args) != 1 {
+					return Usagef("shrink needs a cassette: rpctap shrink [flags] CASSETTE -- CMD [ARGS...]")
+				}
+				n := 0
+				for _, set := range []bool{len(child) > 0, o.Parent != "", o.Check != "", o.Test != ""} {
+					if set {
+						n++
+					}
+				}
+				if n != 1 {
+					return Usagef("shrink needs exactly one failure to keep: -- CMD, --parent CMD, --check CODE or --test CMD")
+				}
+				if o.RunTime <= 0 || o.Timeout <= 0 || o.MaxRuns < 0 {
+					return Usagef("--run-timeout and --timeout must be positive, --max-runs not negative")
+				}
+				return runShrink(args[0], child, o, stdio)
+			}
+		},
+	})
+}
+
+func runShrink(path string, child []string, o *shrinkOptions, stdio Stdio) error {
+	var match *regexp.Regexp
+	if o.Match != "" {
+		re, err := regexp.Compile(o.Match)
+		if err != nil {
+			return Usagef("--match: %v", err)
+		}
+		match = re
+	}
+	recs, err := readAllRecords(path)
+	if err != nil {
+		return Inputf("shrink: %v", err)
+	}
+	plan := shrink.NewPlan(recs)
+	out := o.Out
+	if out == "" {
+		out = strings.TrimSuffix(path, ".cassette") + ".min.cassette"
+	}
+	if abs(out) == abs(path) {
+		return Usagef("shrink: -o would overwrite %s; the input is never changed", path)
+	}
+	dir, err := os.MkdirTemp("", "rpctap-shrink-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+
+	cand := filepath.Join(dir, "candidate.cassette")
+	fails := func(units []int) (bool, error) {
+		if err := writeShrunk(cand, plan.Candidate(units)); err != nil {
+			return false, err
+		}
+		return runPredicate(cand, child, o, match)
+	}
+	start := time.Now()
+	all := plan.Free()
+	if ok, err := fails(all); err != nil {
+		return err
+	} else if !ok {
+		return Findingsf("shrink: %s does not fail that way: nothing to shrink (check the command, or drop --match)", path)
+	}
+	keep, st, err := shrink.DDMin(all, fails, o.MaxRuns)
+	if err != nil {
+		return err
+	}
+	final := plan.Candidate(keep)
+	if err := writeShrunk(out, final); err != nil {
+		return fmt.Errorf("shrink: writing %s: %v", out, err)
+	}
+	// The written cassette is the one reported: check it fails once more
+	// (a flaky failure would otherwise hand the user a passing cassette).
+	if ok, err := runPredicate(out, child, o, match); err != nil {
+		return err
+	} else if !ok {
+		return Findingsf("shrink: the shrunk cassette %s no longer fails: the failure is not deterministic", out)
+	}
+	if !o.Quiet {
+		fb, ff := frameStats(recs)
+		ab, af := frameStats(final)
+		inSize, outSize := fileSize(path), fileSize(out)
+		fmt.Fprintf(stdio.Err, "rpctap shrink: %d -> %d frames, %d -> %d payload bytes (cassette %d -> %d bytes) in %d runs, %s; wrote %s\n",
+			ff, af, fb, ab, inSize, outSize, st.Runs+2, time.Since(start).Round(time.Millisecond), out)
+	}
+	return nil
+}
+
+// runPredicate runs the chosen failure check on the cassette at cand.
+func runPredicate(cand string, child []string, o *shrinkOptions, match *regexp.Regexp) (bool, error) {
+	self := selfPath()
+	var cmd *exec.Cmd
+	ctx, cancel := context.WithTimeout(context.Background(), o.RunTime)
+	defer cancel()
+	switch {
+	case len(child) > 0:
+		args := append([]string{"verify", "--timeout", o.Timeout.String(), cand, "--"}, child...)
+		cmd = exec.CommandContext(ctx, self, args...)
+	case o.Parent != "":
+		line := o.Parent + " " + shellQuote(self) + " replay " + shellQuote(cand)
+		cmd = exec.CommandContext(ctx, "sh", "-c", line)
+	case o.Check != "":
+		cmd = exec.CommandContext(ctx, self, "check", "--format", "json", cand)
+	default:
+		cmd = exec.CommandContext(ctx, "sh", "-c", o.Test)
+		cmd.Env = append(os.Environ(), "RPCTAP_CASSETTE="+cand)
+	}
+	var outb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &outb, &outb
+	cmd.WaitDelay = time.Second
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		return false, nil // too slow: not the failure we keep
+	}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		return false, fmt.Errorf("shrink: running %s: %v", cmd.Path, err)
+	}
+	var failed bool
+	if o.Check != "" {
+		failed = strings.Contains(outb.String(), `"code": "`+o.Check+`"`) || strings.Contains(outb.String(), `"code":"`+o.Check+`"`)
+	} else {
+		failed = err != nil
+		if ee != nil && len(child) > 0 && (ee.ExitCode() == ExitUsage || ee.ExitCode() == ExitInput) {
+			return false, fmt.Errorf("shrink: verify refused the candidate: %s", headLine(outb.String()))
+		}
+	}
+	if failed && match != nil {
+		failed = match.Match(outb.Bytes())
+	}
+	return failed, nil
+}
+
+func readAllRecords(path string) ([]cassette.Record, error) {
+	rd, err := cassette.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	h := rd.Header()
+	recs := []cassette.Record{{N: 0, K: cassette.KindHeader, Header: &h}}
+	for {
+		r, err := rd.Next()
+		if err != nil {
+			var te *cassette.TruncatedError
+			if errors.As(err, &te) || errors.Is(err, io.EOF) {
+				break
+			}
+			return nil, err
+		}
+		if r.K == cassette.KindHeader {
+			continue
+		}
+		recs = append(recs, *r)
+	}
+	return recs, nil
+}
+
+// writeShrunk writes recs (header first) to path: a temporary file,
+// synced, then renamed, so a reader never sees half a candidate.
+func writeShrunk(path string, recs []cassette.Record) error {
+	tmp := path + ".tmp"
+	w, err := cassette.Create(tmp, *recs[0].Header, nil)
+	if err != nil {
+		return err
+	}
+	var last int64
+	for i := 1; i < len(recs); i++ {
+		r := recs[i]
+		r.N = 0
+		if err := w.Append(&r); err != nil {
+			w.Close()
+			return err
+		}
+		last = r.T
+	}
+	if err := w.CloseAt(last); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func frameStats(recs []cassette.Record) (bytes, frames int) {
+	for i := range recs {
+		if recs[i].K == cassette.KindFrame {
+			frames++
+			bytes += len(recs[i].Payload())
+		}
+	}
+	return bytes, frames
+}
+
+func fileSize(p string) int64 {
+	if st, err := os.Stat(p); err == nil {
+		return st.Size()
+	}
+	return 0
+}
+
+func abs(p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		return p
+	}
+	return a
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+func headLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
