@@ -38,10 +38,18 @@ when recording; --protocol or --schema overrides it.
 
 The report groups findings by code, each with its record number and an
 excerpt of the frame. A cassette cut short (the recorder was killed) is
-checked up to the cut and the cut is reported.
+checked up to the cut and the cut is reported. A damaged range (a frame
+that does not decode) is reported with its bytes and the records it lost
+(cassette.damaged), and every other record is checked. A session whose
+rpctap was killed before the child exited has no exit event: reported as
+cassette.no-exit with the last record's time, info when nothing was in
+flight (a parent that SIGKILLs rpctap after its last reply), a warning when
+a request was unanswered. Every file named gets an entry in the report;
+one that cannot be read is an error in it (cassette.unreadable).
 
 Exit status: 0 when no error-level violation was found (warnings do not
-count), 1 when one was, 4 when a file cannot be read as a cassette.
+count), 1 when one was, 4 when a file cannot be read as a cassette or is
+damaged.
 Codes and severities: docs/protocols.md.`,
 		Example: `  rpctap check session.cassette
   rpctap check --format json ~/.local/state/rpctap/cassettes/*.cassette | jq '.files[].errors'
