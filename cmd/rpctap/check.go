@@ -12,6 +12,7 @@ import (
 
 	"github.com/rpctap/rpctap/cassette"
 	"github.com/rpctap/rpctap/protocol"
+	"github.com/rpctap/rpctap/replay"
 	"github.com/spf13/pflag"
 )
 
@@ -109,7 +110,7 @@ func runCheck(o *checkOptions, files []string, stdio Stdio) error {
 			inputErrs = append(inputErrs, fmt.Sprintf("%s: %v", f, err))
 		}
 		if len(rep.Damage) > 0 && err == nil {
-			inputErrs = append(inputErrs, fmt.Sprintf("%s: %s; checked every readable record", f, rep.damageSummary()))
+			inputErrs = append(inputErrs, fmt.Sprintf("%s: %s; checked every readable record", f, replay.DamageSummary(rep.damage)))
 		}
 		reports = append(reports, rep)
 	}
@@ -167,13 +168,14 @@ type checkReport struct {
 	ReadError string `json:"read_error,omitempty"`
 	// Damage lists the damaged ranges the reader skipped (each also an
 	// error-level cassette.damaged finding).
-	Damage        []checkDamage  `json:"damage,omitempty"`
-	StoredIgnored uint64         `json:"stored_violations_ignored"`
-	Errors        int            `json:"errors"`
-	Warnings      int            `json:"warnings"`
-	Infos         int            `json:"infos"`
-	Counts        map[string]int `json:"counts"` // findings per code, including any not listed
-	Findings      []checkFinding `json:"violations"`
+	Damage        []checkDamage           `json:"damage,omitempty"`
+	damage        []*cassette.DamageError // the same, for replay.DamageSummary
+	StoredIgnored uint64                  `json:"stored_violations_ignored"`
+	Errors        int                     `json:"errors"`
+	Warnings      int                     `json:"warnings"`
+	Infos         int                     `json:"infos"`
+	Counts        map[string]int          `json:"counts"` // findings per code, including any not listed
+	Findings      []checkFinding          `json:"violations"`
 }
 
 // checkDamage is one damaged range of a cassette, as the reader reported
@@ -191,20 +193,6 @@ type checkDamage struct {
 func (r *checkReport) unreadable(err error) {
 	r.ReadError = err.Error()
 	r.add(checkFinding{Code: "cassette.unreadable", Severity: string(protocol.SevError), Message: err.Error()})
-}
-
-func (r *checkReport) damageSummary() string {
-	var lost uint64
-	toEnd := false
-	for _, d := range r.Damage {
-		lost += d.Lost
-		toEnd = toEnd || d.ToEnd
-	}
-	what := plural(int(lost), "record") + " lost"
-	if toEnd {
-		what = "records lost to the end of the file"
-	}
-	return fmt.Sprintf("damaged in %s, %s", plural(len(r.Damage), "place"), what)
 }
 
 func (r *checkReport) add(f checkFinding) {
@@ -432,6 +420,7 @@ func checkRecords(name string, h cassette.Header, src recordSource, forced proto
 		var de *cassette.DamageError
 		if errors.As(err, &de) {
 			// Report the range and go on with the records after it.
+			rep.damage = append(rep.damage, de)
 			rep.Damage = append(rep.Damage, checkDamage{Offset: de.Offset, End: de.End, First: de.First, Lost: de.Lost, ToEnd: de.ToEnd, Reason: de.Reason})
 			rep.add(checkFinding{Code: "cassette.damaged", Severity: string(protocol.SevError), Record: de.First, Message: de.Error()})
 			lostTail = lostTail || de.ToEnd
