@@ -129,7 +129,7 @@ func damageLine(path string, d *cassette.DamageError) string {
 // about a cut comes after the records it follows.
 func catFile(o *catOptions, path string, out *bufio.Writer, errw io.Writer, many bool) error {
 	if o.Follow {
-		return catFollow(o, path, out)
+		return catFollow(o, path, out, errw)
 	}
 	r, err := cassette.Open(path)
 	if err != nil {
@@ -227,7 +227,10 @@ func (o *catOptions) print(out *bufio.Writer, t *tableState, rec *cassette.Recor
 // printed something, so a pipe sees records as they are recorded. It ends
 // only at the end record, a read error or a signal (like tail -f on a file
 // whose writer was killed).
-func catFollow(o *catOptions, path string, out *bufio.Writer) error {
+//
+// A closed frame that does not decode is skipped like the streaming reader
+// skips it: reported once on errw, the records after it printed.
+func catFollow(o *catOptions, path string, out *bufio.Writer, errw io.Writer) error {
 	x, err := cassette.OpenIndex(path)
 	if err != nil {
 		return Inputf("%s: %v", path, describeCassetteErr(err))
@@ -242,16 +245,10 @@ func catFollow(o *catOptions, path string, out *bufio.Writer) error {
 	}
 	t := &tableState{width: o.Width}
 	var next uint64
+	damaged := false
 	for {
 		for {
 			recs, err := x.Records(next, 1024)
-			if err != nil {
-				out.Flush()
-				return Inputf("%s: %v", path, err)
-			}
-			if len(recs) == 0 {
-				break
-			}
 			for i := range recs {
 				if o.match(&recs[i]) {
 					if err := o.print(out, t, &recs[i], nil); err != nil {
@@ -260,11 +257,28 @@ func catFollow(o *catOptions, path string, out *bufio.Writer) error {
 				}
 			}
 			next += uint64(len(recs))
+			if err != nil {
+				out.Flush()
+				d := skipDamagedFrame(x, next, err)
+				if d == nil {
+					return Inputf("%s: %v", path, err)
+				}
+				fmt.Fprintln(errw, damageLine(path, d))
+				damaged = true
+				next = d.First + d.Lost
+				continue
+			}
+			if len(recs) == 0 {
+				break
+			}
 		}
 		if err := out.Flush(); err != nil {
 			return err
 		}
 		if x.Ended() && next >= x.Len() {
+			if damaged {
+				return errDamaged
+			}
 			return nil
 		}
 		if terr := x.TailError(); terr != nil {
@@ -275,6 +289,23 @@ func catFollow(o *catOptions, path string, out *bufio.Writer) error {
 			return Inputf("%s: %v", path, err)
 		}
 	}
+}
+
+// skipDamagedFrame describes the closed frame holding record n when err
+// (from reading it) is damage: the records from n to the frame's end are
+// lost. nil when the frame is not closed (a live tail may still change) or
+// err is something else.
+func skipDamagedFrame(x *cassette.Index, n uint64, err error) *cassette.DamageError {
+	var ce *cassette.CorruptError
+	if !errors.As(err, &ce) {
+		return nil
+	}
+	for _, f := range x.Frames() {
+		if n >= f.First && n < f.First+f.Count && f.Closed {
+			return &cassette.DamageError{Offset: f.Offset, End: f.Offset + f.Len, First: n, Lost: f.First + f.Count - n, Reason: ce.Reason}
+		}
+	}
+	return nil
 }
 
 // match applies --dir and --conn. With --dir, records without a direction
