@@ -32,6 +32,7 @@ type feed struct {
 	named    string // start: the protocol the cassette names itself
 	src      recordSource
 	cut      func(*cassette.TruncatedError) // the stream reached a torn tail
+	damage   func() []*cassette.DamageError // the damaged ranges read past so far (nil: none can be)
 }
 
 // recordSource yields a cassette's records after the header, in order,
@@ -202,7 +203,7 @@ func (s *Stream) feed() (*feed, error) {
 		return nil, fmt.Errorf("%s: a Stream is replayed once (open it again, or use Open for a Recording)", s.Name)
 	}
 	s.used = true
-	f := &feed{name: s.Name, protocol: s.Header.Protocol, conns: s.conns, lateMeta: true, src: &streamSource{s: s}}
+	f := &feed{name: s.Name, protocol: s.Header.Protocol, conns: s.conns, lateMeta: true, src: &streamSource{s: s}, damage: s.Damage}
 	f.cut = func(te *cassette.TruncatedError) {
 		if s.Warn != nil {
 			s.Warn(fmt.Sprintf("%s is %v; replayed every complete record", s.Name, te))
@@ -313,6 +314,9 @@ func (f *feed) read(conn int) (string, recordSource, error) {
 		f.src.close()
 		var te *cassette.TruncatedError
 		switch {
+		case f.damage != nil && len(f.damage()) > 0:
+			// The frames were lost to damage (each range was reported).
+			return "", nil, fmt.Errorf("%s: %w (%s)", f.name, ErrEmpty, DamageSummary(f.damage()))
 		case p.err == nil || p.err == io.EOF:
 			return "", nil, fmt.Errorf("%s: %w", f.name, ErrEmpty)
 		case errors.As(p.err, &te):
