@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"unicode/utf8"
 )
@@ -234,6 +235,25 @@ func appendHeader(dst []byte, h *Header) []byte {
 	if h.Redacted {
 		dst = append(dst, `,"redacted":true`...)
 	}
+	if len(h.Portable) > 0 {
+		keys := make([]string, 0, len(h.Portable))
+		for k := range h.Portable {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		dst = appendKey(dst, "portable")
+		for i, k := range keys {
+			if i == 0 {
+				dst = append(dst, '{')
+			} else {
+				dst = append(dst, ',')
+			}
+			dst = appendString(dst, k)
+			dst = append(dst, ':')
+			dst = appendString(dst, h.Portable[k])
+		}
+		dst = append(dst, '}')
+	}
 	return dst
 }
 
@@ -351,13 +371,14 @@ type wire struct {
 	Protocol string          `json:"protocol"`
 	Records  uint64          `json:"records"`
 	// header
-	Format   string `json:"format"`
-	Version  string `json:"version"`
-	Rpctap   string `json:"rpctap"`
-	Created  string `json:"created"`
-	Mode     string `json:"mode"`
-	Listen   string `json:"listen"`
-	Upstream string `json:"upstream"`
+	Format   string            `json:"format"`
+	Version  string            `json:"version"`
+	Rpctap   string            `json:"rpctap"`
+	Created  string            `json:"created"`
+	Mode     string            `json:"mode"`
+	Listen   string            `json:"listen"`
+	Upstream string            `json:"upstream"`
+	Portable map[string]string `json:"portable"`
 }
 
 var errNoN = errors.New(`record has no "n"`)
@@ -384,7 +405,7 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 		r.Header = &Header{
 			Format: w.Format, Version: w.Version, Rpctap: w.Rpctap, Created: w.Created,
 			Mode: w.Mode, Protocol: w.Protocol, Argv: w.Argv, Cwd: w.Cwd,
-			Listen: w.Listen, Upstream: w.Upstream, Redacted: w.Redacted,
+			Listen: w.Listen, Upstream: w.Upstream, Redacted: w.Redacted, Portable: w.Portable,
 		}
 		return nil
 	}

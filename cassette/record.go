@@ -59,6 +59,10 @@ type Header struct {
 	Listen   string   `json:"listen,omitempty"`   // socket mode
 	Upstream string   `json:"upstream,omitempty"` // socket mode
 	Redacted bool     `json:"redacted,omitempty"` // secrets were replaced before writing
+	// Portable, on a portable cassette (record --portable, rpctap
+	// normalize), names each placeholder family the frames may hold and what
+	// it stands for ("${RPCTAP_CWD}": "the session's working directory").
+	Portable map[string]string `json:"portable,omitempty"`
 }
 
 // Record is one line of a cassette's decompressed content.

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"time"
 
 	"github.com/rpctap/rpctap/cassette"
@@ -74,22 +73,25 @@ type engine struct {
 	sigExit   bool // the fake child died of a signal the parent sent
 	missing   int  // recorded frames of the live side never received (finish)
 
-	out          io.Writer          // to the live side
-	errOut       io.Writer          // recorded stderr (child role)
-	closer       func() error       // parent role: closes the child's stdin
-	signal       func(string) error // parent role: sends a signal to the child
-	sigs         <-chan string      // child role: signals the live parent sent
-	start        time.Time
-	next         int               // index of the next mine step to send
-	open         int               // index of the first theirs step not done (nor waived)
-	issued       map[string]string // ids of requests the replay sent -> their method
-	binds        map[string]string
-	border       []string // binds keys, longest first
-	waived       []*estep // theirs steps given up on (parent role), still matchable
-	liveEOF      bool
-	exited       *Exit // child role: reached the recorded exit
-	lastProgress time.Time
-	nreports     int
+	out    io.Writer          // to the live side
+	errOut io.Writer          // recorded stderr (child role)
+	closer func() error       // parent role: closes the child's stdin
+	signal func(string) error // parent role: sends a signal to the child
+	sigs   <-chan string      // child role: signals the live parent sent
+	start  time.Time
+	next   int               // index of the next mine step to send
+	open   int               // index of the first theirs step not done (nor waived)
+	issued map[string]string // ids of requests the replay sent -> their method
+	binds  map[string]string
+	// portableSeeded: the fixed placeholders of portable cassettes are bound
+	// (portable.go).
+	portableSeeded bool
+	border         []string // binds keys, longest first
+	waived         []*estep // theirs steps given up on (parent role), still matchable
+	liveEOF        bool
+	exited         *Exit // child role: reached the recorded exit
+	lastProgress   time.Time
+	nreports       int
 
 	res  Result
 	werr error  // first write error
@@ -141,6 +143,12 @@ func newEngine(src Source, r role, o *options) (*engine, error) {
 		binds: map[string]string{}, known: map[string]bool{}, sp: newStepper(rs, conn, d), cut: f.cut}
 	if d.idKeyed() {
 		e.idKey = "id"
+	}
+	for ph, v := range o.bindings {
+		e.binds[ph] = v
+	}
+	if len(o.bindings) > 0 {
+		e.reorderBinds()
 	}
 	e.res.Cassette = f.name
 	e.res.Protocol = d.name
@@ -611,6 +619,9 @@ func (e *engine) send(st *estep, now time.Time) bool {
 			raw = replaceMember(raw, "id", []byte(live))
 		}
 	}
+	if f.json {
+		raw = e.fillPortable(raw)
+	}
 	if len(e.border) > 0 && f.json {
 		raw = substitute(raw, e.binds, e.border)
 	}
@@ -842,20 +853,14 @@ func (e *engine) accept(st *estep, f *Frame, t time.Time) {
 		delete(e.issued, st.frame.ID)
 	}
 	defer func() { st.norm, st.frame.Value = nil, nil }() // matched: free the decoded copy
+	if st.frame.json && f.Value != nil {
+		e.learnPortable(st.frame, f.Value)
+	}
 	if st.frame.json && f.Value != nil && len(e.ign.pats) > 0 {
 		before := len(e.binds)
 		e.ign.bindings(e.value(st.frame), f.Value, e.binds)
 		if len(e.binds) != before || len(e.border) != len(e.binds) {
-			e.border = e.border[:0]
-			for k := range e.binds {
-				e.border = append(e.border, k)
-			}
-			sort.Slice(e.border, func(a, b int) bool {
-				if len(e.border[a]) != len(e.border[b]) {
-					return len(e.border[a]) > len(e.border[b])
-				}
-				return e.border[a] < e.border[b]
-			})
+			e.reorderBinds()
 		}
 	}
 }

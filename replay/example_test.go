@@ -120,3 +120,51 @@ func Example_goParentTest() {
 	// divergences: 0 error: <nil>
 	// recorded exit status: none, the client killed the agent
 }
+
+// A portable cassette (rpctap record --portable, or rpctap normalize of an
+// old one) holds ${RPCTAP_...} placeholders instead of the recording
+// machine's directory and the agent's session id. The fake child fills them
+// in: the cwd with the one the live client sends, the session id with a
+// fresh one, or with values a test pins with WithBinding. Here the default
+// ignore rules are off, so only the placeholders let another cwd through.
+func ExampleWithBinding() {
+	child, err := replay.NewChild("testdata/acp-portable.cassette",
+		replay.WithSpeed(0),
+		replay.WithStrict(true),
+		replay.WithoutDefaultIgnores(),
+		replay.WithBinding("${RPCTAP_SESSION_1}", "sess_pinned"),
+	)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	conn := acp.NewClientSideConnection(&exampleClient{}, child.Stdin, child.Stdout)
+	conn.SetLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx := context.Background()
+	if _, err := conn.Initialize(ctx, acp.InitializeRequest{
+		ProtocolVersion:    acp.ProtocolVersionNumber,
+		ClientCapabilities: acp.ClientCapabilities{Fs: acp.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}, Terminal: true},
+	}); err != nil {
+		fmt.Println("initialize:", err)
+		return
+	}
+	sess, err := conn.NewSession(ctx, acp.NewSessionRequest{Cwd: "/home/someone/checkout", McpServers: []acp.McpServer{}})
+	if err != nil {
+		fmt.Println("session/new:", err)
+		return
+	}
+	resp, err := conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("Hello, agent!")}})
+	if err != nil {
+		fmt.Println("session/prompt:", err)
+		return
+	}
+	child.Stdin.Close()
+	res, err := child.Wait()
+	fmt.Println("session:", sess.SessionId)
+	fmt.Println("stop reason:", resp.StopReason)
+	fmt.Println("divergences:", len(res.Divergences), "error:", err)
+	// Output:
+	// session: sess_pinned
+	// stop reason: end_turn
+	// divergences: 0 error: <nil>
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rpctap/rpctap/cassette"
 	"github.com/rpctap/rpctap/internal/jsonscan"
+	"github.com/rpctap/rpctap/internal/portable"
 	"github.com/rpctap/rpctap/internal/redact"
 )
 
@@ -93,9 +94,20 @@ func decodeJSON(b []byte) (any, bool) {
 // key order; numbers compare by value (1 equals 1.0). The string
 // "[REDACTED]" (redact.Placeholder: a secret the recorder replaced before
 // writing the cassette) equals any value, so a live secret matches it.
+//
+// A string holding placeholders of a portable cassette (${RPCTAP_CWD},
+// ${RPCTAP_SESSION_1}, ...) equals any string it fits, each placeholder
+// standing for one or more characters (portable.Match); a string that is one
+// placeholder also equals any number (a process id, an epoch time).
 func Equal(a, b any) bool {
 	if a == any(redact.Placeholder) || b == any(redact.Placeholder) {
 		return true
+	}
+	if s, ok := a.(string); ok && portable.HasPlaceholder(s) {
+		return placeholderEqual(s, b)
+	}
+	if s, ok := b.(string); ok && portable.HasPlaceholder(s) {
+		return placeholderEqual(s, a)
 	}
 	switch x := a.(type) {
 	case map[string]any:
@@ -135,6 +147,16 @@ func Equal(a, b any) bool {
 	default:
 		return a == b
 	}
+}
+
+func placeholderEqual(pattern string, v any) bool {
+	switch x := v.(type) {
+	case string:
+		return portable.Match(pattern, x, nil)
+	case json.Number:
+		return portable.IsPlaceholder(pattern)
+	}
+	return false
 }
 
 // Ignore rules.

@@ -74,6 +74,7 @@ type options struct {
 	timeout       time.Duration
 	prog          string
 	customMatcher bool
+	bindings      map[string]string
 }
 
 // defaults returns the default options with opts applied in order.
@@ -83,6 +84,20 @@ func defaults(opts ...Option) *options {
 		opt(o)
 	}
 	return o
+}
+
+// WithBinding fills the placeholder ph of a portable cassette
+// ("${RPCTAP_CWD}", "${RPCTAP_SESSION_1}", ...; see rpctap normalize) with
+// value, instead of this process's value (cwd, home, temp dir, pid), what
+// the live side says, or a fresh one. Use it to pin a made-up value (a
+// session id) that a test prints or compares.
+func WithBinding(ph, value string) Option {
+	return func(o *options) {
+		if o.bindings == nil {
+			o.bindings = map[string]string{}
+		}
+		o.bindings[ph] = value
+	}
 }
 
 // WithSpeed sets the pacing: 1 (the default) keeps the recorded delays, 2

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/portable"
 	"github.com/rpctap/rpctap/internal/recorder"
 	"github.com/rpctap/rpctap/protocol"
 	"github.com/rpctap/rpctap/tap"
@@ -28,11 +29,15 @@ type recordOptions struct {
 	Schema   string
 	Redact   []string
 	NoRedact bool
+	Portable bool
 	Lossy    bool
-	Grace    time.Duration
-	Quiet    bool
-	Listen   string
-	Upstream string
+	// portableRun is the run's context for the recorder's portable stage
+	// (set by runRecord when Portable is on).
+	portableRun *portable.Context
+	Grace       time.Duration
+	Quiet       bool
+	Listen      string
+	Upstream    string
 }
 
 func init() {
@@ -98,6 +103,7 @@ missing command, 126 if CMD cannot be executed, 127 if it is not found.`,
 			fs.StringVar(&o.Schema, "schema", "", "validate frames against the JSON Schema in `FILE` (draft 2020-12 or draft-07; a protocol of your own)")
 			fs.StringArrayVar(&o.Redact, "redact", nil, "also redact the values of JSON key `KEY` (repeatable)")
 			fs.BoolVar(&o.NoRedact, "no-redact", false, "record secrets as they are")
+			fs.BoolVar(&o.Portable, "portable", false, "replace this run's cwd, $HOME, temp dir, session ids, UUIDs, timestamps and pids with placeholders that replay fills in (see docs/replay.md)")
 			fs.BoolVar(&o.Lossy, "lossy", false, "never slow the session down for the recorder: drop what it cannot take and record a gap")
 			fs.DurationVar(&o.Grace, "grace", tap.DefaultGrace, "after CMD exits, wait at most `DURATION` for its output to drain")
 			fs.BoolVarP(&o.Quiet, "quiet", "q", false, "do not say where the cassette goes (only said when stderr is a terminal)")
@@ -117,6 +123,9 @@ func runRecord(o *recordOptions, args []string, stdio Stdio) error {
 	}
 	if o.Grace <= 0 {
 		return Usagef("record: --grace must be positive")
+	}
+	if o.Portable && o.Listen != "" {
+		return Usagef("record: --portable is for stdio recordings (socket mode records several connections)")
 	}
 	if o.Protocol != "" {
 		if _, err := protocol.Lookup(o.Protocol); err != nil {
@@ -150,6 +159,11 @@ func runRecord(o *recordOptions, args []string, stdio Stdio) error {
 	cwd, _ := os.Getwd()
 	h := cassette.Header{Rpctap: Version, Created: start.UTC().Format(time.RFC3339Nano),
 		Mode: "stdio", Argv: args, Cwd: cwd}
+	if o.Portable {
+		c := runContext(cwd)
+		o.portableRun = &c
+		h = portableHeader(h, c)
+	}
 	obs := startRecorder(o, h, filepath.Base(args[0]), start, stdio)
 
 	c := tap.Command(args[0], args[1:]...)
@@ -232,7 +246,7 @@ func startRecorder(o *recordOptions, h cassette.Header, base string, start time.
 		Header:     h,
 		Protocol:   o.Protocol,
 		SchemaFile: o.Schema,
-		Redact:     recorder.RedactOptions{Off: o.NoRedact, Keys: o.Redact},
+		Redact:     recorder.RedactOptions{Off: o.NoRedact, Keys: o.Redact, Portable: o.portableRun},
 		Lossy:      o.Lossy,
 		Warn:       warn,
 		Command:    []string{selfPath(), "__sink"},

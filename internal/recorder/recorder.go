@@ -8,6 +8,7 @@ import (
 
 	"github.com/rpctap/rpctap/cassette"
 	"github.com/rpctap/rpctap/internal/jsonscan"
+	"github.com/rpctap/rpctap/internal/portable"
 	"github.com/rpctap/rpctap/protocol"
 	"github.com/rpctap/rpctap/tap"
 )
@@ -82,6 +83,11 @@ type Options struct {
 type RedactOptions struct {
 	Off  bool     // record secrets as they are
 	Keys []string // extra JSON keys whose values are secrets
+	// Portable, when set, also replaces the run's values (cwd, $HOME, temp
+	// directory, session ids, UUIDs, timestamps, pids) with placeholders
+	// (package portable), after the secrets. It is a redaction stage: the
+	// live session is never altered.
+	Portable *portable.Context `json:"portable,omitempty"`
 }
 
 // Option changes Options.

@@ -453,8 +453,7 @@ func (r *Recorder) event(it *item) {
 	}
 	r.newRecord(e.T, cassette.KindEvent, e.Conn)
 	r.rec.Ev = e.Kind
-	r.rec.Argv = e.Argv
-	r.rec.Cwd = e.Cwd
+	r.rec.Argv, r.rec.Cwd = r.portableEvent(e.Argv, e.Cwd)
 	r.rec.PID = e.PID
 	r.rec.Exit = e.Exit
 	r.rec.Signal = e.Signal

@@ -1,7 +1,10 @@
 package recorder
 
 import (
+	"encoding/json"
+
 	"github.com/rpctap/rpctap/internal/jsonscan"
+	"github.com/rpctap/rpctap/internal/portable"
 	"github.com/rpctap/rpctap/internal/redact"
 )
 
@@ -22,13 +25,53 @@ func (a redactAdapter) redactJSON(line []byte, idx *jsonscan.Index) ([]byte, boo
 }
 
 // newRedactor builds the redactor for opts: the redact package's default
-// rules plus opts.Keys, or nil when redaction is off.
+// rules plus opts.Keys, then the portable stage when asked for, or nil when
+// neither is on.
 func newRedactor(opts RedactOptions) redactor {
-	r := redact.New(redact.Options{Keys: opts.Keys, Off: opts.Off})
-	if !r.Enabled() {
-		return nil
+	var secrets redactor
+	if r := redact.New(redact.Options{Keys: opts.Keys, Off: opts.Off}); r.Enabled() {
+		secrets = redactAdapter{r}
 	}
-	return redactAdapter{r}
+	if opts.Portable == nil {
+		return secrets
+	}
+	return portableStage{secrets: secrets, n: portable.NewNormalizer(*opts.Portable)}
+}
+
+// portableStage runs the secret redactor (if any), then replaces the run's
+// values with placeholders. Frames are normalized as JSON; stderr lines and
+// other text as plain strings.
+type portableStage struct {
+	secrets redactor
+	n       *portable.Normalizer
+}
+
+func (p portableStage) redact(line []byte) ([]byte, bool) {
+	out, changed := line, false
+	if p.secrets != nil {
+		out, changed = p.secrets.redact(line)
+	}
+	if json.Valid(out) {
+		if o, ok := p.n.Frame(out); ok {
+			return o, true
+		}
+		return out, changed
+	}
+	if s := p.n.String(string(out), ""); s != string(out) {
+		return []byte(s), true
+	}
+	return out, changed
+}
+
+func (p portableStage) redactJSON(line []byte, idx *jsonscan.Index) ([]byte, bool) {
+	out, changed := line, false
+	if p.secrets != nil {
+		out, changed = p.secrets.redactJSON(line, idx)
+	}
+	if o, ok := p.n.Frame(out); ok {
+		return o, true
+	}
+	return out, changed
 }
 
 // redact applies the recorder's redactor to a frame or stderr line.
@@ -55,3 +98,20 @@ func (r *Recorder) redactFrame(payload []byte, verbatim bool) ([]byte, bool) {
 // Redacting reports whether a recorder with these options replaces secrets
 // (the cassette header's "redacted" field says the same).
 func Redacting(opts RedactOptions) bool { return newRedactor(opts) != nil }
+
+// portableEvent returns an event's argv and cwd with the run's values
+// replaced when the portable stage is on, else as they are.
+func (r *Recorder) portableEvent(argv []string, cwd string) ([]string, string) {
+	ps, ok := r.redactor.(portableStage)
+	if !ok {
+		return argv, cwd
+	}
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		out[i] = ps.n.String(a, "")
+	}
+	if cwd != "" {
+		cwd = ps.n.String(cwd, "")
+	}
+	return out, cwd
+}

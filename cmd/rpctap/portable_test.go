@@ -1,0 +1,93 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rpctap/rpctap/internal/testpeers"
+)
+
+// TestPortableACPReplaysInAnotherDir records the ACP Go SDK example client
+// and agent in one directory with --portable, then runs the same client in
+// another directory against rpctap replay of that cassette with the
+// protocol's default ignores off: the client's session/new carries the new
+// cwd and the agent's session id is made up afresh, and the replay still
+// answers everything (strict mode passes), as a plain recording does not.
+func TestPortableACPReplaysInAnotherDir(t *testing.T) {
+	rp := realPeersRpctap(t)
+	client, agent := testpeers.Tool(t, "acpclient"), testpeers.Tool(t, "acpagent")
+	root := t.TempDir()
+	dirA, dirB := filepath.Join(root, "machine-a", "proj"), filepath.Join(root, "machine-b", "elsewhere")
+	for _, d := range []string{dirA, dirB} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	portableCas, plainCas := filepath.Join(root, "portable.cassette"), filepath.Join(root, "plain.cassette")
+	for _, c := range []struct {
+		cas   string
+		extra []string
+	}{{portableCas, []string{"--portable"}}, {plainCas, nil}} {
+		args := append(append([]string{client, rp, "record", "-q", "-o", c.cas}, c.extra...), "--", agent)
+		if r := run(t, dirA, "1\n", args...); r.code != 0 {
+			t.Fatalf("record %v: exit %d\n%s\n%s", c.extra, r.code, r.stdout, r.stderr)
+		}
+	}
+	// The portable cassette holds no trace of machine A's directory.
+	dump := run(t, root, "", rp, "cat", portableCas)
+	if dump.code != 0 || strings.Contains(dump.stdout, dirA) || !strings.Contains(dump.stdout, `"cwd":"${RPCTAP_CWD}"`) ||
+		!strings.Contains(dump.stdout, `${RPCTAP_SESSION_1}`) || !strings.Contains(dump.stdout, `"portable":{`) {
+		t.Fatalf("portable cassette:\n%s", dump.stdout)
+	}
+	live := run(t, dirA, "1\n", client, agent)
+	if live.code != 0 {
+		t.Fatalf("live run: exit %d\n%s", live.code, live.stderr)
+	}
+	r := run(t, dirB, "1\n", client, rp, "replay", "--strict", "--no-default-ignores", "--speed", "0", portableCas)
+	if r.code != 0 {
+		t.Fatalf("portable replay in another dir: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if strings.Count(r.stdout, "\n") != strings.Count(live.stdout, "\n") || !strings.Contains(r.stdout, "Created session: sess_") {
+		t.Errorf("the client saw another session than live:\n--- replay\n%s\n--- live\n%s", r.stdout, live.stdout)
+	}
+	if strings.Contains(r.stdout, "${RPCTAP_") {
+		t.Errorf("a placeholder reached the client:\n%s", r.stdout)
+	}
+	// The same without --portable diverges on the cwd: the difference is
+	// the placeholders, not the ignores.
+	if p := run(t, dirB, "1\n", client, rp, "replay", "--strict", "--no-default-ignores", "--speed", "0", plainCas); p.code == 0 {
+		t.Errorf("a plain cassette replayed in another dir with no ignores passed strict mode:\n%s", p.stderr)
+	}
+	// verify drives the real agent from the portable cassette in dir B.
+	if v := run(t, dirB, "", rp, "verify", "--no-default-ignores", portableCas, "--", agent); v.code != 0 {
+		t.Errorf("verify of the portable cassette in another dir: exit %d\n%s\n%s", v.code, v.stdout, v.stderr)
+	}
+}
+
+// TestNormalizeMakesOldCassettesPortable: normalize rewrites a plain
+// recording (the bundled sample of testdata/cassettes) into a portable one
+// that replay serves to a parent in another directory.
+func TestNormalizeMakesOldCassettesPortable(t *testing.T) {
+	rp := rpctapPath(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "p.cassette")
+	sample, _ := filepath.Abs(samplePath("acp-go.cassette"))
+	r := run(t, dir, "", rp, "normalize", sample, out)
+	if r.code != 0 || !strings.Contains(r.stderr, "${RPCTAP_SESSION_1}") || !strings.Contains(r.stderr, "${RPCTAP_CWD}") {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	dump := run(t, dir, "", rp, "cat", out)
+	if strings.Contains(dump.stdout, "/home/dev1/acp-go") || strings.Contains(dump.stdout, "sess_") {
+		t.Errorf("run values left:\n%s", dump.stdout)
+	}
+	if again := run(t, dir, "", rp, "normalize", out, out); again.code != ExitInput || !strings.Contains(again.stderr, "portable already") {
+		t.Errorf("normalize twice: exit %d %s", again.code, again.stderr)
+	}
+	for _, bad := range [][]string{{"normalize", out}, {"normalize", filepath.Join(dir, "missing"), out}} {
+		if b := run(t, dir, "", append([]string{rp}, bad...)...); b.code == 0 || strings.Count(strings.TrimSpace(b.stderr), "\n") > 1 {
+			t.Errorf("%v: exit %d\n%s", bad, b.code, b.stderr)
+		}
+	}
+}
