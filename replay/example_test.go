@@ -61,6 +61,30 @@ func (c *exampleClient) WaitForTerminalExit(context.Context, acp.WaitForTerminal
 	return acp.WaitForTerminalExitResponse{}, errUnused
 }
 
+// runPrompt is the client's side of the recorded session: initialize, a
+// new session in cwd, one prompt. A real client would do this in its own
+// code; the examples share it.
+func runPrompt(child *replay.Child, client *exampleClient, cwd string) (acp.SessionId, acp.StopReason, error) {
+	conn := acp.NewClientSideConnection(client, child.Stdin, child.Stdout)
+	conn.SetLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx := context.Background()
+	if _, err := conn.Initialize(ctx, acp.InitializeRequest{
+		ProtocolVersion:    acp.ProtocolVersionNumber,
+		ClientCapabilities: acp.ClientCapabilities{Fs: acp.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}, Terminal: true},
+	}); err != nil {
+		return "", "", fmt.Errorf("initialize: %w", err)
+	}
+	sess, err := conn.NewSession(ctx, acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
+	if err != nil {
+		return "", "", fmt.Errorf("session/new: %w", err)
+	}
+	resp, err := conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("Hello, agent!")}})
+	if err != nil {
+		return "", "", fmt.Errorf("session/prompt: %w", err)
+	}
+	return sess.SessionId, resp.StopReason, nil
+}
+
 // A Go parent's regression test: the agent is replaced by a fake child that
 // replays a cassette recorded with `rpctap record` (here, the ACP Go SDK's
 // example client and agent: `acp-client rpctap record -o
@@ -76,33 +100,17 @@ func Example_goParentTest() {
 		return
 	}
 	client := &exampleClient{}
-	conn := acp.NewClientSideConnection(client, child.Stdin, child.Stdout)
-	conn.SetLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	ctx := context.Background()
-
-	if _, err := conn.Initialize(ctx, acp.InitializeRequest{
-		ProtocolVersion:    acp.ProtocolVersionNumber,
-		ClientCapabilities: acp.ClientCapabilities{Fs: acp.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}, Terminal: true},
-	}); err != nil {
-		fmt.Println("initialize:", err)
-		return
-	}
 	// The cwd differs from the recording's; ACP's default ignore rules say
 	// it does not matter.
-	sess, err := conn.NewSession(ctx, acp.NewSessionRequest{Cwd: "/tmp/somewhere-else", McpServers: []acp.McpServer{}})
+	_, stop, err := runPrompt(child, client, "/tmp/somewhere-else")
 	if err != nil {
-		fmt.Println("session/new:", err)
-		return
-	}
-	resp, err := conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("Hello, agent!")}})
-	if err != nil {
-		fmt.Println("session/prompt:", err)
+		fmt.Println(err)
 		return
 	}
 	child.Stdin.Close() // like closing a real agent's stdin
 	res, err := child.Wait()
 
-	fmt.Println("stop reason:", resp.StopReason)
+	fmt.Println("stop reason:", stop)
 	fmt.Println("permission asked for:", client.asked)
 	fmt.Println("message chunks:", len(client.chunks))
 	fmt.Println("divergences:", len(res.Divergences), "error:", err)
@@ -138,30 +146,15 @@ func ExampleWithBinding() {
 		fmt.Println(err)
 		return
 	}
-	conn := acp.NewClientSideConnection(&exampleClient{}, child.Stdin, child.Stdout)
-	conn.SetLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	ctx := context.Background()
-	if _, err := conn.Initialize(ctx, acp.InitializeRequest{
-		ProtocolVersion:    acp.ProtocolVersionNumber,
-		ClientCapabilities: acp.ClientCapabilities{Fs: acp.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}, Terminal: true},
-	}); err != nil {
-		fmt.Println("initialize:", err)
-		return
-	}
-	sess, err := conn.NewSession(ctx, acp.NewSessionRequest{Cwd: "/home/someone/checkout", McpServers: []acp.McpServer{}})
+	sess, stop, err := runPrompt(child, &exampleClient{}, "/home/someone/checkout")
 	if err != nil {
-		fmt.Println("session/new:", err)
-		return
-	}
-	resp, err := conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("Hello, agent!")}})
-	if err != nil {
-		fmt.Println("session/prompt:", err)
+		fmt.Println(err)
 		return
 	}
 	child.Stdin.Close()
 	res, err := child.Wait()
-	fmt.Println("session:", sess.SessionId)
-	fmt.Println("stop reason:", resp.StopReason)
+	fmt.Println("session:", sess)
+	fmt.Println("stop reason:", stop)
 	fmt.Println("divergences:", len(res.Divergences), "error:", err)
 	// Output:
 	// session: sess_pinned
