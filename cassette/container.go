@@ -1,11 +1,12 @@
 package cassette
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
 	"io"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // The container: a cassette file is a sequence of zstd frames (RFC 8878).
@@ -148,12 +149,20 @@ type unit struct {
 	magic uint32
 	data  []byte // the whole frame as stored (data frames: header, blocks, checksum)
 	// Data frames only:
-	complete bool  // the last block and the checksum are present
-	blocks   int   // complete blocks in data
-	lastHdr  int   // offset in data of the last complete block's header, -1 for none
-	checksum bool  // the frame header announces a content checksum
-	torn     bool  // the input ended inside this frame
-	skip     int64 // skippable frames: payload bytes discarded, not in data
+	complete bool   // the last block and the checksum are present
+	blocks   int    // complete blocks in data
+	lastHdr  int    // offset in data of the last complete block's header, -1 for none
+	checksum bool   // the frame header announces a content checksum
+	hasFCS   bool   // the frame header declares the content size
+	fcs      uint64 // that size
+	torn     bool   // the input ended inside this frame
+	skip     int64  // skippable frames: payload bytes discarded, not in data
+	// rest (torn data frames) is what was read after the last complete
+	// block up to the end of the input: a partial block header, block or
+	// checksum. It aliases data's array past len(data). A reader looks
+	// into it for a resync point: a frame that only looks torn because a
+	// damaged block header sent the parse past the next frames.
+	rest []byte
 }
 
 func (u *unit) skippable() bool { return u.magic&0xFFFFFFF0 == 0x184D2A50 }
@@ -167,13 +176,22 @@ type formatError struct {
 
 func (e *formatError) Error() string { return e.reason }
 
+// unitSource is what readUnit reads from: a *bufio.Reader over the file,
+// or the streaming reader's source (bytes a resync read ahead, then the
+// file).
+type unitSource interface {
+	io.Reader
+	io.ByteReader
+	Discard(n int) (int, error)
+}
+
 // readUnit reads the next frame from br, which is positioned at file offset
 // off. It returns io.EOF when br ends exactly at a frame boundary. When br
 // ends inside a frame, it returns the unit with torn set and the bytes up to
 // the last complete block (for data frames) and a nil error. Structural
 // garbage gives a *formatError. Skippable payloads over 64 KiB (not ours)
 // are discarded rather than buffered.
-func readUnit(br *bufio.Reader, off int64, buf []byte) (unit, error) {
+func readUnit(br unitSource, off int64, buf []byte) (unit, error) {
 	u := unit{off: off, lastHdr: -1, data: buf[:0]}
 	var m [4]byte
 	n, err := io.ReadFull(br, m[:])
@@ -252,10 +270,27 @@ func readUnit(br *bufio.Reader, off int64, buf []byte) (unit, error) {
 	if !readN(br, &u, hlen) {
 		return u, nil
 	}
+	// Frame_Content_Size, when present: the decoder allocates that much
+	// up front, so a damaged or crafted header could make it allocate
+	// MaxFrameRaw for a frame of a few bytes. Each block decompresses to
+	// at most maxBlock bytes, which bounds what a frame can honestly say.
+	if fcsLen := [4]int{0, 2, 4, 8}[fhd>>6]; fcsLen > 0 || single {
+		if fcsLen == 0 {
+			fcsLen = 1
+		}
+		var v uint64
+		for i, b := range u.data[len(u.data)-fcsLen:] {
+			v |= uint64(b) << (8 * i)
+		}
+		if fcsLen == 2 {
+			v += 256
+		}
+		u.fcs, u.hasFCS = v, true
+	}
 	for {
 		start := len(u.data)
 		if !readN(br, &u, 3) {
-			u.data = u.data[:start]
+			u.cutAt(start)
 			return u, nil
 		}
 		bh := uint32(u.data[start]) | uint32(u.data[start+1])<<8 | uint32(u.data[start+2])<<16
@@ -272,7 +307,7 @@ func readUnit(br *bufio.Reader, off int64, buf []byte) (unit, error) {
 			return u, &formatError{off + int64(start), "zstd block too large"}
 		}
 		if !readN(br, &u, size) {
-			u.data = u.data[:start]
+			u.cutAt(start)
 			return u, nil
 		}
 		u.blocks++
@@ -284,10 +319,13 @@ func readUnit(br *bufio.Reader, off int64, buf []byte) (unit, error) {
 			return u, &formatError{off, "zstd frame too large"}
 		}
 	}
+	if !u.contentFits() {
+		return u, &formatError{off, errTooShort.Error()}
+	}
 	if u.checksum {
 		before := len(u.data)
 		if !readN(br, &u, 4) {
-			u.data = u.data[:before]
+			u.cutAt(before)
 			return u, nil
 		}
 	}
@@ -295,9 +333,23 @@ func readUnit(br *bufio.Reader, off int64, buf []byte) (unit, error) {
 	return u, nil
 }
 
+// contentFits reports whether the frame's declared content size (if any)
+// fits in its complete blocks. Check it before decoding a torn frame's
+// blocks; readUnit checks complete frames.
+func (u *unit) contentFits() bool {
+	return !u.hasFCS || u.fcs <= uint64(u.blocks)*maxBlock
+}
+
+// cutAt keeps data[:n] as the frame's complete part and the bytes read
+// after it as rest.
+func (u *unit) cutAt(n int) {
+	u.rest = u.data[n:]
+	u.data = u.data[:n]
+}
+
 // readN appends n bytes from br to u.data; on a short read it marks u torn
 // and returns false (the partial bytes are left for the caller to drop).
-func readN(br *bufio.Reader, u *unit, n int) bool {
+func readN(br unitSource, u *unit, n int) bool {
 	start := len(u.data)
 	u.data = grow(u.data, n)
 	k, err := io.ReadFull(br, u.data[start:start+n])
@@ -316,6 +368,16 @@ func grow(b []byte, n int) []byte {
 		b = nb
 	}
 	return b[:len(b)+n]
+}
+
+var errTooShort = errors.New("zstd frame content size larger than its blocks can hold")
+
+// decodeTorn decodes the complete blocks of a torn data frame (closedCopy).
+func decodeTorn(dec *zstd.Decoder, u *unit) ([]byte, error) {
+	if !u.contentFits() {
+		return nil, errTooShort
+	}
+	return dec.DecodeAll(closedCopy(u, nil), nil)
 }
 
 // closedCopy turns the complete blocks of a torn data frame into a frame a

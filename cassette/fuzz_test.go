@@ -13,34 +13,36 @@ import (
 
 // FuzzReader feeds arbitrary, truncated and corrupted files to the
 // streaming reader and the index: they never panic, every error is one of
-// the documented types, every record they return re-encodes to one JSON
-// line, and the two agree on how many records there are.
+// the documented types, and the reader never misreports: read through
+// every damaged range as rpctap's commands do, its records are numbered
+// exactly as its damage reports account for (readThrough checks that),
+// each re-encodes to one JSON line, and every record the index (the
+// viewer's reader) can read from any frame is one the streaming reader
+// returned too, byte for byte: going on past damage loses nothing that
+// view shows.
 func FuzzReader(f *testing.F) {
 	for _, s := range readerSeeds(f) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		n := 0
-		r, err := NewReader(bytes.NewReader(data))
-		if err != nil {
+		recs, dmg, err := readThrough(t, data)
+		if err != io.EOF {
 			checkTyped(t, -1, err)
-		} else {
-			for {
-				rec, err := r.Next()
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					checkTyped(t, -1, err)
-					break
-				}
-				enc := rec.AppendJSON(nil)
-				if !json.Valid(enc) || bytes.IndexByte(enc, '\n') >= 0 {
-					t.Fatalf("record re-encodes to %q", enc)
-				}
-				n++
+		}
+		for n, line := range recs {
+			var rec Record
+			if err := rec.UnmarshalJSON(line); err != nil {
+				t.Fatalf("record %d was returned but its line does not decode: %v", n, err)
 			}
-			r.Close()
+			enc := rec.AppendJSON(nil)
+			if !json.Valid(enc) || bytes.IndexByte(enc, '\n') >= 0 {
+				t.Fatalf("record re-encodes to %q", enc)
+			}
+		}
+		for _, d := range dmg {
+			if d.Error() == "" {
+				t.Fatal("empty damage message")
+			}
 		}
 		x, err := BuildIndex(bytes.NewReader(data), int64(len(data)))
 		if err != nil {
@@ -48,12 +50,29 @@ func FuzzReader(f *testing.F) {
 			return
 		}
 		defer x.Close()
-		recs, err := x.Records(0, 1<<20)
-		if err != nil {
-			checkTyped(t, -1, err)
+		clean := x.TailError() == nil
+		var shown uint64
+		for _, fr := range x.Frames() {
+			got, err := x.Records(fr.First, int(fr.Count))
+			if err != nil {
+				checkTyped(t, -1, err)
+				clean = false
+				continue
+			}
+			for _, rec := range got {
+				line, ok := recs[rec.N]
+				if !ok {
+					t.Fatalf("the index reads record %d, the streaming reader lost it (damage %v)", rec.N, dmg)
+				}
+				var mine Record
+				if err := mine.UnmarshalJSON(line); err != nil || !bytes.Equal(mine.AppendJSON(nil), rec.AppendJSON(nil)) {
+					t.Fatalf("record %d: the index and the streaming reader differ:\n%s\n%s", rec.N, rec.AppendJSON(nil), line)
+				}
+				shown++
+			}
 		}
-		if err == nil && x.TailError() == nil && len(recs) != n {
-			t.Fatalf("index has %d records, reader %d", len(recs), n)
+		if clean && len(dmg) == 0 && shown != uint64(len(recs)) {
+			t.Fatalf("index has %d records, reader %d", shown, len(recs))
 		}
 		x.FindTime(0)
 		x.FindTime(1 << 62)
@@ -104,6 +123,32 @@ func readerSeeds(t testing.TB) [][]byte {
 		b[off] ^= 0x20
 		seeds = append(seeds, b)
 	}
+	// Damage the reader goes on past: one bit in the middle, the magic, the
+	// frame header and the first block header of a data frame, in its
+	// index frame; two frames in a row; a damaged frame before a torn one.
+	x, err := BuildIndex(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr := x.Frames()
+	x.Close()
+	flip := func(b []byte, offs ...int64) []byte {
+		b = append([]byte{}, b...)
+		for _, o := range offs {
+			b[o] ^= 1 << (o % 8)
+		}
+		return b
+	}
+	for _, k := range []int{1, len(fr) / 2, len(fr) - 1} {
+		f := fr[k]
+		for _, o := range []int64{f.Offset + f.Len/2, f.Offset, f.Offset + 4, f.Offset + 6, f.Offset + f.Len - 1, f.Offset + f.Len + 40} {
+			seeds = append(seeds, flip(data, o))
+		}
+	}
+	a, b := fr[2], fr[3]
+	seeds = append(seeds, flip(data, a.Offset+a.Len/2, b.Offset+b.Len/2))
+	c := fr[len(fr)-2]
+	seeds = append(seeds, flip(data[:c.Offset+c.Len-4], a.Offset+a.Len/2), flip(data[:c.Offset+c.Len-4], c.Offset+c.Len/2))
 	return seeds
 }
 

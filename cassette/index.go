@@ -283,7 +283,7 @@ func (x *Index) walk() {
 		if u.complete {
 			raw, err = x.dec.DecodeAll(u.data, nil)
 		} else if u.blocks > 0 {
-			raw, err = x.dec.DecodeAll(closedCopy(&u, nil), nil)
+			raw, err = decodeTorn(x.dec, &u)
 		}
 		if err != nil {
 			x.tailErr = &CorruptError{Offset: off, After: nextN, Reason: "zstd: " + err.Error()}
@@ -457,6 +457,11 @@ func (x *Index) records(from uint64, n int) ([]Record, error) {
 			if err := r.UnmarshalJSON(ent.line(int(j))); err != nil {
 				return out, &CorruptError{Offset: f.Offset, After: f.First + j, Reason: err.Error()}
 			}
+			if r.N != f.First+j {
+				// check looked at a frame's first and last record only.
+				return out, &CorruptError{Offset: f.Offset, After: f.First + j,
+					Reason: fmt.Sprintf("record number %d where %d was expected", r.N, f.First+j)}
+			}
 			out = append(out, r)
 			from++
 		}
@@ -507,7 +512,7 @@ func (x *Index) frame(i int) (*cacheEntry, error) {
 		if uerr != nil || u.blocks == 0 {
 			return nil, &CorruptError{Offset: f.Offset, After: f.First, Reason: "open frame changed under the index"}
 		}
-		raw, err = x.dec.DecodeAll(closedCopy(&u, nil), nil)
+		raw, err = decodeTorn(x.dec, &u)
 	}
 	if err != nil {
 		return nil, &CorruptError{Offset: f.Offset, After: f.First, Reason: "zstd: " + err.Error()}

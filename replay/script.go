@@ -24,6 +24,9 @@ type Recording struct {
 	Complete bool
 	// Truncated describes a torn tail the reader skipped ("" when none).
 	Truncated string
+	// Damage lists the damaged ranges Open read past (their records are
+	// missing; the rest is there). A command reports each and fails.
+	Damage []*cassette.DamageError
 }
 
 // ErrEmpty is returned for a cassette with no frames to replay.

@@ -32,6 +32,7 @@ type feed struct {
 	named    string // start: the protocol the cassette names itself
 	src      recordSource
 	cut      func(*cassette.TruncatedError) // the stream reached a torn tail
+	damage   func() []*cassette.DamageError // the damaged ranges read past so far (nil: none can be)
 }
 
 // recordSource yields a cassette's records after the header, in order,
@@ -98,12 +99,36 @@ type Stream struct {
 	Header cassette.Header // record 0
 	// Warn, when not nil, is called once with a one-line message when the
 	// replay reaches the end of a truncated cassette (no end record, as
-	// after a SIGKILL): everything before the cut was replayed.
+	// after a SIGKILL): everything before the cut was replayed. It is also
+	// called once for each damaged range the replay reads past (its
+	// records are missing from the replay; see Damage). It is called from
+	// the goroutine that reads the cassette.
 	Warn func(msg string)
 
 	r     *cassette.Reader
 	conns []int
 	used  bool
+
+	mu     sync.Mutex
+	damage []*cassette.DamageError
+}
+
+// Damage returns the damaged ranges the replay read past so far: a replay
+// that went on past damage did not replay the records lost there, and the
+// command says so in its exit status.
+func (s *Stream) Damage() []*cassette.DamageError {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*cassette.DamageError(nil), s.damage...)
+}
+
+func (s *Stream) damaged(d *cassette.DamageError) {
+	s.mu.Lock()
+	s.damage = append(s.damage, d)
+	s.mu.Unlock()
+	if s.Warn != nil {
+		s.Warn(fmt.Sprintf("%s: %v", s.Name, d))
+	}
 }
 
 // OpenStream opens the cassette at path for a streaming replay. It reads
@@ -141,8 +166,12 @@ func scanConns(path string) ([]int, error) {
 	for {
 		x, err := r.Next()
 		var te *cassette.TruncatedError
+		var de *cassette.DamageError
 		if err == io.EOF || errors.As(err, &te) {
 			break
+		}
+		if errors.As(err, &de) {
+			continue // reported when the replay reaches it
 		}
 		if err != nil {
 			return nil, describeOpenError(path, err)
@@ -174,7 +203,7 @@ func (s *Stream) feed() (*feed, error) {
 		return nil, fmt.Errorf("%s: a Stream is replayed once (open it again, or use Open for a Recording)", s.Name)
 	}
 	s.used = true
-	f := &feed{name: s.Name, protocol: s.Header.Protocol, conns: s.conns, lateMeta: true, src: &streamSource{s: s}}
+	f := &feed{name: s.Name, protocol: s.Header.Protocol, conns: s.conns, lateMeta: true, src: &streamSource{s: s}, damage: s.Damage}
 	f.cut = func(te *cassette.TruncatedError) {
 		if s.Warn != nil {
 			s.Warn(fmt.Sprintf("%s is %v; replayed every complete record", s.Name, te))
@@ -192,6 +221,12 @@ func (ss *streamSource) next() (*cassette.Record, error) {
 	}
 	for {
 		x, err := ss.s.r.Next()
+		var de *cassette.DamageError
+		if errors.As(err, &de) {
+			// Report the range and replay what follows it.
+			ss.s.damaged(de)
+			continue
+		}
 		if err != nil {
 			var te *cassette.TruncatedError
 			if err != io.EOF && !errors.As(err, &te) {
@@ -279,6 +314,9 @@ func (f *feed) read(conn int) (string, recordSource, error) {
 		f.src.close()
 		var te *cassette.TruncatedError
 		switch {
+		case f.damage != nil && len(f.damage()) > 0:
+			// The frames were lost to damage (each range was reported).
+			return "", nil, fmt.Errorf("%s: %w (%s)", f.name, ErrEmpty, DamageSummary(f.damage()))
 		case p.err == nil || p.err == io.EOF:
 			return "", nil, fmt.Errorf("%s: %w", f.name, ErrEmpty)
 		case errors.As(p.err, &te):

@@ -47,8 +47,13 @@ printed up to its last complete record, followed by a warning on stderr
 cat keeps printing the records of a recording in progress as they are
 written, and stops at its end record (or when interrupted).
 
+A damaged cassette (a flipped bit, a bad sector) is printed around the
+damage: each damaged range is reported on stderr once, with its byte
+offsets and the records it lost, and cat goes on at the next readable frame.
+
 Exit status 4 when a file is missing, unreadable, damaged, not a cassette,
-or from a newer rpctap.`,
+or from a newer rpctap (after printing every readable record of a damaged
+one).`,
 		Example: `  rpctap cat session.cassette | jq -c 'select(.k=="frame") | .json'
   rpctap cat --format table session.cassette
   rpctap cat --raw --dir in session.cassette > stdin.bin
@@ -89,23 +94,42 @@ func runCat(o *catOptions, files []string, stdio Stdio) error {
 		return Usagef("--raw and --follow take one cassette")
 	}
 	out := bufio.NewWriterSize(stdio.Out, 64<<10)
+	damaged := false
 	for _, f := range files {
 		err := catFile(o, f, out, stdio.Err, len(files) > 1)
 		if ferr := out.Flush(); err == nil && ferr != nil {
 			return ferr
 		}
+		if errors.Is(err, errDamaged) {
+			damaged = true
+			continue
+		}
 		if err != nil {
 			return err
 		}
 	}
+	if damaged {
+		// Each damaged range was reported where it was found.
+		return Exit(ExitInput)
+	}
 	return nil
+}
+
+// errDamaged: a cassette had damaged ranges, each reported on stderr as it
+// was found, and every readable record around them was printed.
+var errDamaged = errors.New("damaged cassette")
+
+// damageLine is how every command that reads a cassette reports a damaged
+// range it went past: one line, the file, the bytes and the records lost.
+func damageLine(path string, d *cassette.DamageError) string {
+	return fmt.Sprintf("rpctap: %s: %v", path, d)
 }
 
 // catFile prints one cassette. Output is flushed by the caller; the warning
 // about a cut comes after the records it follows.
 func catFile(o *catOptions, path string, out *bufio.Writer, errw io.Writer, many bool) error {
 	if o.Follow {
-		return catFollow(o, path, out)
+		return catFollow(o, path, out, errw)
 	}
 	r, err := cassette.Open(path)
 	if err != nil {
@@ -121,10 +145,21 @@ func catFile(o *catOptions, path string, out *bufio.Writer, errw io.Writer, many
 		fmt.Fprintf(out, "== %s\n", path)
 	}
 	var gaps int64
+	damaged := false
 	for {
 		rec, err := r.Next()
 		if err == io.EOF {
 			break
+		}
+		var de *cassette.DamageError
+		if errors.As(err, &de) {
+			// Say where, then go on with the records after it.
+			if err := out.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintln(errw, damageLine(path, de))
+			damaged = true
+			continue
 		}
 		if err != nil {
 			var te *cassette.TruncatedError
@@ -155,6 +190,9 @@ func catFile(o *catOptions, path string, out *bufio.Writer, errw io.Writer, many
 			return err
 		}
 		fmt.Fprintf(errw, "rpctap: warning: %s: %d bytes of %q were forwarded but not recorded (gap); the output lacks them\n", path, gaps, o.Dir)
+	}
+	if damaged {
+		return errDamaged
 	}
 	return nil
 }
@@ -189,7 +227,10 @@ func (o *catOptions) print(out *bufio.Writer, t *tableState, rec *cassette.Recor
 // printed something, so a pipe sees records as they are recorded. It ends
 // only at the end record, a read error or a signal (like tail -f on a file
 // whose writer was killed).
-func catFollow(o *catOptions, path string, out *bufio.Writer) error {
+//
+// A closed frame that does not decode is skipped like the streaming reader
+// skips it: reported once on errw, the records after it printed.
+func catFollow(o *catOptions, path string, out *bufio.Writer, errw io.Writer) error {
 	x, err := cassette.OpenIndex(path)
 	if err != nil {
 		return Inputf("%s: %v", path, describeCassetteErr(err))
@@ -204,16 +245,10 @@ func catFollow(o *catOptions, path string, out *bufio.Writer) error {
 	}
 	t := &tableState{width: o.Width}
 	var next uint64
+	damaged := false
 	for {
 		for {
 			recs, err := x.Records(next, 1024)
-			if err != nil {
-				out.Flush()
-				return Inputf("%s: %v", path, err)
-			}
-			if len(recs) == 0 {
-				break
-			}
 			for i := range recs {
 				if o.match(&recs[i]) {
 					if err := o.print(out, t, &recs[i], nil); err != nil {
@@ -222,11 +257,28 @@ func catFollow(o *catOptions, path string, out *bufio.Writer) error {
 				}
 			}
 			next += uint64(len(recs))
+			if err != nil {
+				out.Flush()
+				d := skipDamagedFrame(x, next, err)
+				if d == nil {
+					return Inputf("%s: %v", path, err)
+				}
+				fmt.Fprintln(errw, damageLine(path, d))
+				damaged = true
+				next = d.First + d.Lost
+				continue
+			}
+			if len(recs) == 0 {
+				break
+			}
 		}
 		if err := out.Flush(); err != nil {
 			return err
 		}
 		if x.Ended() && next >= x.Len() {
+			if damaged {
+				return errDamaged
+			}
 			return nil
 		}
 		if terr := x.TailError(); terr != nil {
@@ -237,6 +289,23 @@ func catFollow(o *catOptions, path string, out *bufio.Writer) error {
 			return Inputf("%s: %v", path, err)
 		}
 	}
+}
+
+// skipDamagedFrame describes the closed frame holding record n when err
+// (from reading it) is damage: the records from n to the frame's end are
+// lost. nil when the frame is not closed (a live tail may still change) or
+// err is something else.
+func skipDamagedFrame(x *cassette.Index, n uint64, err error) *cassette.DamageError {
+	var ce *cassette.CorruptError
+	if !errors.As(err, &ce) {
+		return nil
+	}
+	for _, f := range x.Frames() {
+		if n >= f.First && n < f.First+f.Count && f.Closed {
+			return &cassette.DamageError{Offset: f.Offset, End: f.Offset + f.Len, First: n, Lost: f.First + f.Count - n, Reason: ce.Reason}
+		}
+	}
+	return nil
 }
 
 // match applies --dir and --conn. With --dir, records without a direction

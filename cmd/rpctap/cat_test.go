@@ -234,7 +234,7 @@ func TestCatBadInput(t *testing.T) {
 		{[]string{"notes.txt"}, ExitInput, `^rpctap: .*notes.txt: not an rpctap cassette$`},
 		{[]string{"empty.cassette"}, ExitInput, `^rpctap: .*empty.cassette: empty file, not an rpctap cassette$`},
 		{[]string{"newer.cassette"}, ExitInput, `^rpctap: .*newer.cassette: cassette format 2.0 is newer than this rpctap understands \(1.x\)$`},
-		{[]string{"corrupt.cassette"}, ExitInput, `^rpctap: .*corrupt.cassette: corrupt cassette at byte \d+`},
+		{[]string{"corrupt.cassette"}, ExitInput, `^rpctap: .*corrupt.cassette: damaged cassette: bytes \d+-\d+ unreadable \(.*\): \d+ records lost \(\d+-\d+\)$`},
 		{[]string{"."}, ExitInput, `^rpctap: .*: is a directory$`},
 		{[]string{}, ExitUsage, `^rpctap: cat needs a cassette$`},
 		{[]string{"--format", "xml", "good.cassette"}, ExitUsage, `--format must be json or table`},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rpctap/rpctap/cassette"
 	"github.com/rpctap/rpctap/protocol"
+	"github.com/rpctap/rpctap/replay"
 	"github.com/spf13/pflag"
 )
 
@@ -38,10 +39,18 @@ when recording; --protocol or --schema overrides it.
 
 The report groups findings by code, each with its record number and an
 excerpt of the frame. A cassette cut short (the recorder was killed) is
-checked up to the cut and the cut is reported.
+checked up to the cut and the cut is reported. A damaged range (a frame
+that does not decode) is reported with its bytes and the records it lost
+(cassette.damaged), and every other record is checked. A session whose
+rpctap was killed before the child exited has no exit event: reported as
+cassette.no-exit with the last record's time, info when nothing was in
+flight (a parent that SIGKILLs rpctap after its last reply), a warning when
+a request was unanswered. Every file named gets an entry in the report;
+one that cannot be read is an error in it (cassette.unreadable).
 
 Exit status: 0 when no error-level violation was found (warnings do not
-count), 1 when one was, 4 when a file cannot be read as a cassette.
+count), 1 when one was, 4 when a file cannot be read as a cassette or is
+damaged.
 Codes and severities: docs/protocols.md.`,
 		Example: `  rpctap check session.cassette
   rpctap check --format json ~/.local/state/rpctap/cassettes/*.cassette | jq '.files[].errors'
@@ -91,12 +100,19 @@ func runCheck(o *checkOptions, files []string, stdio Stdio) error {
 		if errors.As(err, &ie) {
 			return err
 		}
-		if rep != nil {
-			reports = append(reports, rep)
+		if rep == nil {
+			// Every file named gets an entry: one that cannot be read
+			// is an error in the report, never a missing line.
+			rep = &checkReport{File: f, Protocol: "none", ProtocolSource: "unreadable"}
 		}
 		if err != nil {
+			rep.unreadable(err)
 			inputErrs = append(inputErrs, fmt.Sprintf("%s: %v", f, err))
 		}
+		if len(rep.Damage) > 0 && err == nil {
+			inputErrs = append(inputErrs, fmt.Sprintf("%s: %s; checked every readable record", f, replay.DamageSummary(rep.damage)))
+		}
+		reports = append(reports, rep)
 	}
 	if o.Format == "json" {
 		writeCheckJSON(stdio.Out, reports)
@@ -139,20 +155,44 @@ type checkFinding struct {
 
 // checkReport is the verdict on one cassette.
 type checkReport struct {
-	File           string         `json:"file"`
-	Protocol       string         `json:"protocol"`
-	ProtocolSource string         `json:"protocol_source"` // "flag", "detected", "header"
-	Stored         string         `json:"stored_protocol,omitempty"`
-	Frames         uint64         `json:"frames"`
-	Records        uint64         `json:"records"`
-	Truncated      bool           `json:"truncated"`
-	Cut            string         `json:"cut,omitempty"` // "truncated after record N"
-	StoredIgnored  uint64         `json:"stored_violations_ignored"`
-	Errors         int            `json:"errors"`
-	Warnings       int            `json:"warnings"`
-	Infos          int            `json:"infos"`
-	Counts         map[string]int `json:"counts"` // findings per code, including any not listed
-	Findings       []checkFinding `json:"violations"`
+	File           string `json:"file"`
+	Protocol       string `json:"protocol"`
+	ProtocolSource string `json:"protocol_source"` // "flag", "detected", "header"
+	Stored         string `json:"stored_protocol,omitempty"`
+	Frames         uint64 `json:"frames"`
+	Records        uint64 `json:"records"`
+	Truncated      bool   `json:"truncated"`
+	Cut            string `json:"cut,omitempty"` // "truncated after record N"
+	// ReadError is why the file (or its rest) could not be read; it is
+	// also an error-level finding, so that errors is never 0 then.
+	ReadError string `json:"read_error,omitempty"`
+	// Damage lists the damaged ranges the reader skipped (each also an
+	// error-level cassette.damaged finding).
+	Damage        []checkDamage           `json:"damage,omitempty"`
+	damage        []*cassette.DamageError // the same, for replay.DamageSummary
+	StoredIgnored uint64                  `json:"stored_violations_ignored"`
+	Errors        int                     `json:"errors"`
+	Warnings      int                     `json:"warnings"`
+	Infos         int                     `json:"infos"`
+	Counts        map[string]int          `json:"counts"` // findings per code, including any not listed
+	Findings      []checkFinding          `json:"violations"`
+}
+
+// checkDamage is one damaged range of a cassette, as the reader reported
+// it: the byte range, and which records it lost.
+type checkDamage struct {
+	Offset int64  `json:"offset"`
+	End    int64  `json:"end"`
+	First  uint64 `json:"first_record"`
+	Lost   uint64 `json:"records_lost"`
+	ToEnd  bool   `json:"to_end,omitempty"` // every record from first_record on is lost; how many is unknown
+	Reason string `json:"reason"`
+}
+
+// unreadable records why the file (or its rest) could not be read.
+func (r *checkReport) unreadable(err error) {
+	r.ReadError = err.Error()
+	r.add(checkFinding{Code: "cassette.unreadable", Severity: string(protocol.SevError), Message: err.Error()})
 }
 
 func (r *checkReport) add(f checkFinding) {
@@ -365,10 +405,26 @@ func checkRecords(name string, h cassette.Header, src recordSource, forced proto
 	}
 
 	var readErr error
+	var (
+		sawStart bool  // the child's start event: a session of rpctap record with a child
+		sawExit  bool  // the child's exit event
+		lastT    int64 // t of the last record read
+		lastN    uint64
+		lostTail bool // damage ran to the end of the file
+	)
 	for {
 		rec, err := src.Next()
 		if err == io.EOF {
 			break
+		}
+		var de *cassette.DamageError
+		if errors.As(err, &de) {
+			// Report the range and go on with the records after it.
+			rep.damage = append(rep.damage, de)
+			rep.Damage = append(rep.Damage, checkDamage{Offset: de.Offset, End: de.End, First: de.First, Lost: de.Lost, ToEnd: de.ToEnd, Reason: de.Reason})
+			rep.add(checkFinding{Code: "cassette.damaged", Severity: string(protocol.SevError), Record: de.First, Message: de.Error()})
+			lostTail = lostTail || de.ToEnd
+			continue
 		}
 		if err != nil {
 			var te *cassette.TruncatedError
@@ -383,6 +439,9 @@ func checkRecords(name string, h cassette.Header, src recordSource, forced proto
 			break
 		}
 		rep.Records++
+		if rec.K != cassette.KindEnd {
+			lastT, lastN = rec.T, rec.N // the session's last record, not the recorder's
+		}
 		switch rec.K {
 		case cassette.KindFrame:
 			frame(rec.Conn, rec)
@@ -397,6 +456,10 @@ func checkRecords(name string, h cassette.Header, src recordSource, forced proto
 			}
 		case cassette.KindEvent:
 			switch rec.Ev {
+			case cassette.EventStart:
+				sawStart = sawStart || rec.Conn == 0
+			case cassette.EventExit:
+				sawExit = true
 			case cassette.EventConnClose:
 				endConn(rec.Conn)
 			case cassette.EventGap:
@@ -405,8 +468,18 @@ func checkRecords(name string, h cassette.Header, src recordSource, forced proto
 			}
 		}
 	}
+	// What was in flight when the recording stopped: requests End finds
+	// unanswered, and lines the tap was still reading.
+	before, inFlight := rep.Counts[protocol.CodeUnanswered], 0
+	for _, c := range conns {
+		inFlight += len(c.partial)
+	}
 	for _, n := range order {
 		endConn(n)
+	}
+	inFlight += rep.Counts[protocol.CodeUnanswered] - before
+	if sawStart && !sawExit && !rep.Truncated && !lostTail && readErr == nil {
+		rep.add(noExitFinding(lastN, lastT, inFlight))
 	}
 	if rep.Protocol == "" {
 		rep.Protocol, rep.ProtocolSource = "none", "no frames"
@@ -419,6 +492,31 @@ func checkRecords(name string, h cassette.Header, src recordSource, forced proto
 		return rep, fmt.Errorf("%v (checked the records before it)", readErr)
 	}
 	return rep, nil
+}
+
+// noExitFinding reports a session that holds the child's start event but
+// no exit event for it. The tap records the child's exit (code or signal) as soon
+// as it reaps it, so only a session whose rpctap died first lacks it:
+// rpctap was killed (SIGKILL, the OOM killer; or its whole process group
+// with the child) or crashed, and the recorder process finished the
+// cassette from what rpctap had forwarded. How the child ended is unknown.
+//
+// Many parents end every session that way (Go's exec.CommandContext, the
+// ACP Go SDK example client kill the agent right after its last reply), and
+// such a session is valid: with nothing left in flight it is info. It is a
+// warning when the session was cut with work in flight (a request never
+// answered, a line half read): then rpctap died in the middle of the
+// session, and a CI gate must not pass it as a clean run.
+func noExitFinding(lastN uint64, lastT int64, inFlight int) checkFinding {
+	f := checkFinding{Code: "cassette.no-exit", Severity: string(protocol.SevInfo), Record: lastN}
+	at := fmt.Sprintf("at %ss (record %d, the last)", seconds(lastT, false), lastN)
+	if inFlight > 0 {
+		f.Severity = string(protocol.SevWarning)
+		f.Message = fmt.Sprintf("the session ended without the child's exit event %s with %s in flight: rpctap was killed or crashed mid-session, the child's exit status is unknown", at, plural(inFlight, "request"))
+	} else {
+		f.Message = fmt.Sprintf("the session ended without the child's exit event %s: rpctap was killed after the last exchange (as parents that end sessions with SIGKILL do), the child's exit status is unknown", at)
+	}
+	return f
 }
 
 // shortExcerpt is a one-line, bounded rendering of a frame: control bytes
@@ -449,6 +547,10 @@ func shortExcerpt(b []byte) string {
 var sevRank = map[string]int{"error": 0, "warning": 1, "info": 2}
 
 func writeCheckText(w io.Writer, r *checkReport, max int) {
+	if r.ReadError != "" && r.Records == 0 {
+		fmt.Fprintf(w, "%s: unreadable: %s\n", r.File, r.ReadError)
+		return
+	}
 	src := r.ProtocolSource
 	if r.Stored != "" && r.Stored != r.Protocol {
 		src += ", recorded as " + r.Stored

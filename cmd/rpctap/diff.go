@@ -63,6 +63,9 @@ func runDiff(pa, pb string, o *diffOptions, opts []replay.Option, stdio Stdio) e
 		if r.Truncated != "" {
 			fmt.Fprintf(stdio.Err, "rpctap diff: warning: %s is %s; comparing the complete records\n", p, r.Truncated)
 		}
+		for _, d := range r.Damage {
+			fmt.Fprintf(stdio.Err, "rpctap diff: %s: %v\n", p, d)
+		}
 		recs[i] = r
 	}
 	d, err := replay.Diff(recs[0], recs[1], opts...)
@@ -81,6 +84,11 @@ func runDiff(pa, pb string, o *diffOptions, opts []replay.Option, stdio Stdio) e
 		}
 	} else {
 		writeDiffText(stdio.Out, d)
+	}
+	for _, r := range recs {
+		if len(r.Damage) > 0 {
+			return Inputf("diff: %s: %s; compared every readable record", r.Name, replay.DamageSummary(r.Damage))
+		}
 	}
 	if d.Different() {
 		return Exit(ExitFindings)

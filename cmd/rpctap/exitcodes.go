@@ -18,7 +18,7 @@ const (
 	ExitOK       = 0   // success; check/verify/diff found nothing
 	ExitFindings = 1   // check found error-level violations, verify/diff found differences, replay --strict diverged
 	ExitUsage    = 2   // bad flags or arguments
-	ExitInput    = 4   // an input file is missing, unreadable, corrupt, foreign or from a newer rpctap
+	ExitInput    = 4   // an input file is missing, unreadable, corrupt, foreign or from a newer rpctap; or damaged in the middle (after reading past the damage)
 	ExitInternal = 125 // rpctap itself failed (a bug, or the environment refused something it needs)
 	ExitNoExec   = 126 // the child command exists but cannot be executed
 	ExitNotFound = 127 // the child command was not found
@@ -35,7 +35,9 @@ record, replay   the child's exit status (or the recorded one); if the child
   %3d  check found error-level violations, verify or diff found differences,
        replay --strict saw the parent diverge
   %3d  bad flags or arguments
-  %3d  an input file is missing, unreadable, corrupt, foreign or too new
+  %3d  an input file is missing, unreadable, corrupt, foreign or too new;
+       also a cassette damaged in the middle: cat, check, replay, diff and
+       verify report each damaged range, use every other record, then fail
   %3d  rpctap itself failed
   %3d  the child command cannot be executed
   %3d  the child command was not found

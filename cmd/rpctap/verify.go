@@ -84,6 +84,9 @@ func runVerify(path string, argv []string, o *verifyOptions, opts []replay.Optio
 	if rec.Truncated != "" && !o.Update {
 		fmt.Fprintf(stdio.Err, "rpctap verify: warning: %s is %s; verifying the complete records\n", path, rec.Truncated)
 	}
+	for _, d := range rec.Damage {
+		fmt.Fprintf(stdio.Err, "rpctap verify: %s: %v\n", path, d)
+	}
 	proto, err := replay.Check(rec, opts...)
 	if err != nil {
 		return Inputf("verify: %v", err)
@@ -146,6 +149,9 @@ func runVerify(path string, argv []string, o *verifyOptions, opts []replay.Optio
 	}
 	if runErr != nil && !isBrokenPipe(runErr) && !errors.Is(runErr, replay.ErrDiverged) {
 		return fmt.Errorf("verify: %v", runErr)
+	}
+	if len(rec.Damage) > 0 {
+		return Inputf("verify: %s: %s; verified every readable record", path, replay.DamageSummary(rec.Damage))
 	}
 	divs := res.Divergences
 	if rx := res.Exit; rx != nil && rx.Signal == "" && !killed && exit.Signal == "" && exit.Code != rx.Code {
