@@ -47,7 +47,7 @@ replaced through a temporary file). See docs/replay.md.`,
 }
 
 func runNormalize(in, out string, o *normalizeOptions, stdio Stdio) error {
-	recs, err := readAllRecords(in)
+	recs, damage, err := readAllRecords(in)
 	if err != nil {
 		return Inputf("normalize: %v", err)
 	}
@@ -100,7 +100,7 @@ func runNormalize(in, out string, o *normalizeOptions, stdio Stdio) error {
 	}
 	fmt.Fprintf(stdio.Err, "rpctap normalize: %d of %d records changed, %d placeholders (%s); wrote %s\n",
 		changed, len(recs)-1, len(n.Used()), strings.Join(n.Used(), " "), out)
-	return nil
+	return damageExit("normalize", in, damage, stdio.Err)
 }
 
 // runContext is this machine's context for a recording made in cwd.

@@ -112,7 +112,7 @@ func runShrink(path string, child []string, o *shrinkOptions, stdio Stdio) error
 		}
 		match = re
 	}
-	recs, err := readAllRecords(path)
+	recs, damage, err := readAllRecords(path)
 	if err != nil {
 		return Inputf("shrink: %v", err)
 	}
@@ -166,7 +166,7 @@ func runShrink(path string, child []string, o *shrinkOptions, stdio Stdio) error
 		fmt.Fprintf(stdio.Err, "rpctap shrink: %d -> %d frames, %d -> %d payload bytes (cassette %d -> %d bytes) in %d runs, %s; wrote %s\n",
 			ff, af, fb, ab, inSize, outSize, st.Runs+2, time.Since(start).Round(time.Millisecond), out)
 	}
-	return nil
+	return damageExit("shrink", path, damage, stdio.Err)
 }
 
 // runPredicate runs the chosen failure check on the cassette at cand.
@@ -214,50 +214,96 @@ func runPredicate(cand string, child []string, o *shrinkOptions, match *regexp.R
 	return failed, nil
 }
 
-func readAllRecords(path string) ([]cassette.Record, error) {
+// readAllRecords reads a whole cassette, header first. It reads past
+// damage (cassette.DamageError), returning what was lost so that the caller
+// can say so and exit 4 after doing its work with every readable record; a
+// cassette cut off without its end record is read to the cut.
+func readAllRecords(path string) ([]cassette.Record, []*cassette.DamageError, error) {
 	rd, err := cassette.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer rd.Close()
 	h := rd.Header()
 	recs := []cassette.Record{{N: 0, K: cassette.KindHeader, Header: &h}}
+	var damage []*cassette.DamageError
 	for {
 		r, err := rd.Next()
 		if err != nil {
+			var de *cassette.DamageError
 			var te *cassette.TruncatedError
-			if errors.As(err, &te) || errors.Is(err, io.EOF) {
-				break
+			switch {
+			case errors.As(err, &de):
+				damage = append(damage, de)
+				if de.ToEnd {
+					return recs, damage, nil
+				}
+				continue
+			case errors.As(err, &te), errors.Is(err, io.EOF):
+				return recs, damage, nil
 			}
-			return nil, err
+			return nil, damage, err
 		}
 		if r.K == cassette.KindHeader {
 			continue
 		}
 		recs = append(recs, *r)
 	}
-	return recs, nil
 }
 
-// writeShrunk writes recs (header first) to path: a temporary file,
-// synced, then renamed, so a reader never sees half a candidate.
+// damageExit reports each damaged stretch of path on w and returns the
+// error that makes a command exit 4 after it did its work.
+func damageExit(cmd, path string, damage []*cassette.DamageError, w io.Writer) error {
+	if len(damage) == 0 {
+		return nil
+	}
+	for _, d := range damage {
+		fmt.Fprintf(w, "rpctap %s: %s: %v\n", cmd, path, d)
+	}
+	return Inputf("%s: %s is damaged; used every readable record", cmd, path)
+}
+
+// writeShrunk writes recs (header first) to path: a temporary file, synced,
+// then renamed, so a reader never sees half a candidate. The end record is
+// written only when recs has one (a cassette cut off stays cut off), with
+// the time it had.
 func writeShrunk(path string, recs []cassette.Record) error {
 	tmp := path + ".tmp"
-	w, err := cassette.Create(tmp, *recs[0].Header, nil)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
 	}
-	var last int64
+	defer os.Remove(tmp) // after the rename, a no-op
+	w, err := cassette.NewWriter(f, *recs[0].Header, nil)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	var end *cassette.Record
 	for i := 1; i < len(recs); i++ {
 		r := recs[i]
+		if r.K == cassette.KindEnd {
+			end = &recs[i]
+			continue
+		}
 		r.N = 0
 		if err := w.Append(&r); err != nil {
-			w.Close()
+			f.Close()
 			return err
 		}
-		last = r.T
 	}
-	if err := w.CloseAt(last); err != nil {
+	if end != nil {
+		err = w.CloseAt(end.T)
+	} else {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return err
 	}
 	return os.Rename(tmp, path)

@@ -19,7 +19,7 @@ var shrinkReport = regexp.MustCompile(`rpctap shrink: (\d+) -> (\d+) frames, (\d
 
 func frameLines(t *testing.T, path string) []string {
 	t.Helper()
-	recs, err := readAllRecords(path)
+	recs, _, err := readAllRecords(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestShrinkMCPServer500(t *testing.T) {
 	}
 
 	// Break one recorded answer: call 137 says another name.
-	recs, err := readAllRecords(draft)
+	recs, _, err := readAllRecords(draft)
 	if err != nil {
 		t.Fatal(err)
 	}
