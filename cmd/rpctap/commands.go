@@ -55,7 +55,7 @@ func Main(args []string, stdio Stdio) int {
 		if !errors.As(err, &ee) || ee.Err != nil {
 			fmt.Fprintf(stdio.Err, "rpctap: %s\n", oneLine(err.Error()))
 		}
-		if errors.As(err, &ee) && ee.Code == ExitUsage {
+		if errors.As(err, &ee) && ee.Code == ExitUsage && !ee.NoHint {
 			if len(args) > 0 && commands[args[0]] != nil {
 				fmt.Fprintf(stdio.Err, "Run 'rpctap %s --help' for usage.\n", args[0])
 			} else {

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"time"
 
+	"github.com/rpctap/rpctap/cassette"
 	"github.com/rpctap/rpctap/internal/demo"
 	"github.com/spf13/pflag"
 )
@@ -76,7 +78,13 @@ before pointing it at a real agent.`,
 
 // runDemoClient starts args as the agent and drives one session with it.
 func runDemoClient(args []string, deny bool, stdio Stdio) error {
+	return runDemoClientEnv(args, nil, deny, stdio)
+}
+
+// runDemoClientEnv is runDemoClient with the agent's environment (nil: ours).
+func runDemoClientEnv(args, env []string, deny bool, stdio Stdio) error {
 	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = env
 	cmd.Stderr = stdio.Err
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -109,14 +117,43 @@ func runDemo(o *demoOptions, stdio Stdio) error {
 	if err != nil {
 		return err
 	}
-	// record refuses to overwrite; the demo's cassette is disposable.
-	if err := os.Remove(out); err != nil && !os.IsNotExist(err) {
-		return fmt.Errorf("cannot replace %s: %w", out, err)
+	// The demo's cassette is disposable and record refuses to overwrite, so
+	// an old one is removed first; anything that is not a regular file is
+	// refused, never removed.
+	if st, err := os.Lstat(out); err == nil {
+		if !st.Mode().IsRegular() {
+			return Usagef("demo: -o %s is not a file (a directory?); give a file name such as %s", o.Output, filepath.Join(o.Output, "demo.cassette"))
+		}
+		if err := os.Remove(out); err != nil {
+			return fmt.Errorf("demo: cannot replace %s: %w", o.Output, err)
+		}
 	}
-	agent := []string{self, "record", "-q", "-o", out, "--", self, "demo-agent", "--delay", o.Delay.String()}
+	if st, err := os.Stat(filepath.Dir(out)); err != nil || !st.IsDir() {
+		return Usagef("demo: cannot write %s: its directory does not exist", o.Output)
+	}
+	// Find out now, not after the session, whether the file can be made.
+	if f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err != nil {
+		return fmt.Errorf("demo: cannot write %s: %v", o.Output, errors.Unwrap(err))
+	} else {
+		f.Close()
+		os.Remove(out)
+	}
+	// The agent runs as "rpctap demo-agent", found through PATH, so the
+	// recording names rpctap and not the temporary path `go run` built it at.
+	agentCmd, env := self, os.Environ()
+	if filepath.Base(self) == "rpctap" {
+		agentCmd = "rpctap"
+		env = append(env, "PATH="+filepath.Dir(self)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
+	agent := []string{self, "record", "-q", "-o", out, "--", agentCmd, "demo-agent", "--delay", o.Delay.String()}
 	fmt.Fprintf(stdio.Out, "$ rpctap record -o %s -- rpctap demo-agent\n\n", o.Output)
-	if err := runDemoClient(agent, o.Deny, stdio); err != nil {
+	if err := runDemoClientEnv(agent, env, o.Deny, stdio); err != nil {
 		return err
+	}
+	// Success is said only of a complete cassette: record keeps the session
+	// going when it cannot write (a read-only or missing path), so check.
+	if err := completeCassette(out); err != nil {
+		return fmt.Errorf("demo: the session ran but was not recorded to %s: %v", o.Output, err)
 	}
 	fmt.Fprintf(stdio.Out, "\nrecorded %s\n", o.Output)
 	if o.Quiet {
@@ -128,4 +165,23 @@ func runDemo(o *demoOptions, stdio Stdio) error {
 	}
 	fmt.Fprintf(stdio.Out, "\nnext: rpctap view %s   |   rpctap check %s   |   rpctap replay %s\n", o.Output, o.Output, o.Output)
 	return nil
+}
+
+// completeCassette reports why the cassette at path is not a complete
+// recording (missing, unreadable, no end record), or nil.
+func completeCassette(path string) error {
+	rd, err := cassette.Open(path)
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	for {
+		r, err := rd.Next()
+		if err != nil {
+			return err
+		}
+		if r.K == cassette.KindEnd {
+			return nil
+		}
+	}
 }

@@ -50,6 +50,9 @@ record, replay   the child's exit status (or the recorded one); if the child
 type ExitError struct {
 	Code int
 	Err  error
+	// NoHint leaves out the "Run 'rpctap CMD --help'" line of a usage error
+	// when the message itself says what to do.
+	NoHint bool
 }
 
 func (e *ExitError) Error() string {

@@ -156,10 +156,27 @@ func openForView(path string) (*viewer.IndexSource, error) {
 	return src, nil
 }
 
+// newTerminalScreen returns a screen on the controlling terminal, or a
+// usage error (exit 2) in one line when there is none (a CI job, a pipe
+// with no tty, `rpctap view FILE </dev/null` under a service manager). The
+// screen is initialised once here to find out: tview would otherwise fail
+// inside Run, after the viewer started its goroutines.
 func newTerminalScreen() (tcell.Screen, error) {
+	noTTY := func(err error) error {
+		return &ExitError{Code: ExitUsage, NoHint: true,
+			Err: fmt.Errorf("view needs a terminal (%v); without one, --dump WxH prints the screen and 'rpctap cat --format table' the frames", err)}
+	}
+	probe, err := tcell.NewScreen()
+	if err != nil {
+		return nil, noTTY(err)
+	}
+	if err := probe.Init(); err != nil {
+		return nil, noTTY(err)
+	}
+	probe.Fini()
 	screen, err := tcell.NewScreen()
 	if err != nil {
-		return nil, fmt.Errorf("view needs a terminal: %v (try --dump WxH)", err)
+		return nil, noTTY(err)
 	}
 	return screen, nil
 }
