@@ -29,6 +29,8 @@ type estep struct {
 	theirs bool // the live side must produce it
 	done   bool // sent (mine) or matched (theirs); steps of neither side start done
 	waived bool // theirs, parent role: given up on after the timeout, still matchable
+	late   bool // waived with a Late divergence reported (the child was still there)
+	noted  bool // counted by finish
 	liveT  time.Time
 	liveID string // theirs requests: the id the live side used
 	norm   any
@@ -576,6 +578,7 @@ func (e *engine) waive(b, i int) {
 			st.waived = true
 			e.waived = append(e.waived, st)
 			if st.kind == stepFrame && !e.liveEOF {
+				st.late = true
 				e.diverge(Divergence{Kind: Late, Record: st.frame.Record, FrameKind: st.frame.Kind, Method: st.frame.Method,
 					Recorded: showFrame(st.frame),
 					Message: fmt.Sprintf("the child did not send record #%d (%s %s) within %v; went on without it",
@@ -903,14 +906,15 @@ func (e *engine) finish() {
 	e.o.report = nil // one summary instead of a line each
 	var first []*Frame
 	note := func(st *estep) {
-		if !st.theirs || (st.kind != stepFrame && st.kind != stepSignal) || st.done {
+		if !st.theirs || (st.kind != stepFrame && st.kind != stepSignal) || st.done || st.noted {
 			return
 		}
+		st.noted = true
 		e.missing++
 		if len(first) < 8 {
 			first = append(first, st.frame)
 		}
-		if st.waived {
+		if st.late {
 			return // reported as late already
 		}
 		if len(e.res.Divergences) >= maxListed && e.missing > maxListed {
@@ -921,17 +925,24 @@ func (e *engine) finish() {
 			Recorded: showFrame(st.frame),
 			Message:  fmt.Sprintf("the %s never sent record #%d (%s %s)", e.liveName(), st.frame.Record, st.frame.Kind, st.frame.Method)}, nil)
 	}
+	// Steps given up on after the timeout may have been let go of already;
+	// a child that closed its output before sending them is not "late".
+	for _, st := range e.waived {
+		note(st)
+	}
 	for _, st := range e.steps {
 		note(st)
 	}
-	if e.werr == nil {
-		for !e.srcDone {
-			st := e.pull()
-			if st == nil {
-				break
-			}
-			note(st)
+	// The rest of the cassette is read even when writing to the live side
+	// failed: a child that died (verify) or a parent that left (replay)
+	// without sending what was recorded has diverged, and a write error
+	// alone must not hide that.
+	for !e.srcDone {
+		st := e.pull()
+		if st == nil {
+			break
 		}
+		note(st)
 	}
 	if e.pf != nil {
 		e.pf.halt()

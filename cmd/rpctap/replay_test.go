@@ -583,3 +583,30 @@ func TestReplayDamageMidStreamCLI(t *testing.T) {
 		t.Errorf("%d answers to 3000 requests; want every one answered (recorded, or the error reply where the record was lost)", n)
 	}
 }
+
+// TestVerifyDeadChildAlwaysFails runs verify against children that die at
+// once, 20 times each: the result must not depend on whether the child
+// exited before or after verify's first write (a race that passed verify in
+// most runs before).
+func TestVerifyDeadChildAlwaysFails(t *testing.T) {
+	t.Parallel()
+	rp := rpctapPath(t)
+	dir := t.TempDir()
+	cas := filepath.Join(dir, "d.cassette")
+	if r := run(t, dir, "", rp, "demo", "-q", "-o", cas); r.code != 0 {
+		t.Fatalf("demo: %d %s", r.code, r.stderr)
+	}
+	for _, child := range [][]string{{"true"}, {"sh", "-c", "exit 3"}, {"sh", "-c", "read line; exit 0"}} {
+		passed := 0
+		for range 20 {
+			r := run(t, dir, "", append([]string{rp, "verify", "--timeout", "2s", cas, "--"}, child...)...)
+			if r.code != ExitFindings || !strings.Contains(r.stdout, "never sent") {
+				passed++
+				t.Logf("%v: exit %d\n%s%s", child, r.code, r.stdout, r.stderr)
+			}
+		}
+		if passed > 0 {
+			t.Errorf("verify -- %v: %d of 20 runs did not fail with the missing frames", child, passed)
+		}
+	}
+}

@@ -154,13 +154,11 @@ func runVerify(path string, argv []string, o *verifyOptions, opts []replay.Optio
 		return Inputf("verify: %s: %s; verified every readable record", path, replay.DamageSummary(rec.Damage))
 	}
 	divs := res.Divergences
-	if rx := res.Exit; rx != nil && rx.Signal == "" && !killed && exit.Signal == "" && exit.Code != rx.Code {
-		d := replay.Divergence{Kind: replay.ExitStatus, Cassette: path,
-			Message: fmt.Sprintf("the child exited with %d, the recorded child with %d", exit.Code, rx.Code)}
+	if d, ok := exitDivergence(res.Exit, exit, killed, o.Timeout); ok {
+		d.Cassette = path
 		divs = append(divs, d)
 		fmt.Fprintf(stdio.Out, "rpctap verify: %s\n", d.Message)
-	}
-	if killed {
+	} else if killed {
 		fmt.Fprintf(stdio.Out, "rpctap verify: note: the child did not exit within %v after its stdin closed; killed it\n", o.Timeout)
 	}
 	if len(divs) > 0 {
@@ -171,6 +169,35 @@ func runVerify(path string, argv []string, o *verifyOptions, opts []replay.Optio
 	}
 	fmt.Fprintf(stdio.Out, "rpctap verify: ok: %d child frames matched, %d parent frames sent\n", res.Matched, res.Sent)
 	return nil
+}
+
+// exitDivergence compares how the live child ended with how the recorded
+// one did:
+//   - the recorded child exited with a code: the live one must exit by
+//     itself, with the same code (a crash, another status, or hanging on
+//     after its stdin closed is a difference);
+//   - the recorded child died of a signal (its parent or rpctap was killed,
+//     as the ACP SDK example client does): the environment did that, so
+//     any ending of the live child is accepted but a crash of its own;
+//   - no recorded ending (a cassette cut off): only a crash is a difference.
+//
+// A crash is a death by a signal verify did not send.
+func exitDivergence(rec *replay.Exit, live replay.Exit, killed bool, timeout time.Duration) (replay.Divergence, bool) {
+	div := func(format string, a ...any) (replay.Divergence, bool) {
+		return replay.Divergence{Kind: replay.ExitStatus, Message: fmt.Sprintf(format, a...)}, true
+	}
+	crashed := live.Signal != "" && !killed
+	switch {
+	case rec != nil && rec.Signal == "" && killed:
+		return div("the child did not exit within %v after its stdin closed (killed it); the recorded child exited with %d", timeout, rec.Code)
+	case rec != nil && rec.Signal == "" && crashed:
+		return div("the child died of %s; the recorded child exited with %d", live.Signal, rec.Code)
+	case rec != nil && rec.Signal == "" && live.Code != rec.Code:
+		return div("the child exited with %d, the recorded child with %d", live.Code, rec.Code)
+	case crashed:
+		return div("the child died of %s", live.Signal)
+	}
+	return replay.Divergence{}, false
 }
 
 // child is the real child verify drives. Its pipes are made with os.Pipe so
