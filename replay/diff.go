@@ -46,10 +46,21 @@ func Diff(a, b *Recording, opts ...Option) (*CassetteDiff, error) {
 		return nil, err
 	}
 	ob := *o
-	ob.protocol = ea.d.name
+	if ea.d.name != "raw" {
+		ob.protocol = ea.d.name
+	}
 	eb, err := newEngine(b, roleParent, &ob)
 	if err != nil {
 		return nil, fmt.Errorf("%v (A is %s)", err, ea.d.name)
+	}
+	if ea.d.name == "raw" && eb.d.name != "raw" {
+		// A says nothing of its protocol (no frames: a child that died at
+		// once, or raw bytes): compare it as B's.
+		oa := *o
+		oa.protocol = eb.d.name
+		if ea, err = newEngine(a, roleParent, &oa); err != nil {
+			return nil, err
+		}
 	}
 	ea.loadAll()
 	eb.loadAll()

@@ -71,7 +71,7 @@ func (r *Recording) add(x *cassette.Record) {
 func (r *Recording) Conns() []int {
 	seen := map[int]bool{}
 	for i := range r.Records {
-		if r.Records[i].K == cassette.KindFrame {
+		if sessionRecord(&r.Records[i]) {
 			seen[r.Records[i].Conn] = true
 		}
 	}
@@ -81,6 +81,20 @@ func (r *Recording) Conns() []int {
 	}
 	sort.Ints(out)
 	return out
+}
+
+// sessionRecord tells whether x is part of a session that can be replayed:
+// a frame, a stderr line, or the child's start or exit. A child that died
+// before saying anything (record -- sh -c 'exit 3') left only the last
+// kinds, and its session still replays: the fake child exits the same way.
+func sessionRecord(x *cassette.Record) bool {
+	switch x.K {
+	case cassette.KindFrame, cassette.KindStderr:
+		return true
+	case cassette.KindEvent:
+		return x.Ev == cassette.EventStart || x.Ev == cassette.EventExit
+	}
+	return false
 }
 
 type stepKind uint8

@@ -268,7 +268,7 @@ func (f *feed) read(conn int) (string, recordSource, error) {
 	p := &prefixSource{rest: f.src}
 	var frames []*Frame
 	partial := map[cassette.Dir]*Frame{}
-	complete, after, held := 0, 0, 0
+	complete, after, held, session := 0, 0, 0, 0
 	for {
 		if complete > 0 && proto != "" {
 			break
@@ -289,6 +289,9 @@ func (f *feed) read(conn int) (string, recordSource, error) {
 		}
 		p.pre = append(p.pre, x)
 		held += len(x.Payload())
+		if x.Conn == conn && sessionRecord(x) {
+			session++
+		}
 		if complete >= protocol.DetectFrames {
 			after++
 		}
@@ -309,6 +312,14 @@ func (f *feed) read(conn int) (string, recordSource, error) {
 				complete++
 			}
 		}
+	}
+	if len(frames) == 0 && session > 0 && (p.err == nil || p.err == io.EOF || isCut(p.err)) {
+		// A session without frames (a child that died at once): it replays
+		// its stderr and exit. With no protocol named, it is raw.
+		if proto == "" {
+			proto = "raw"
+		}
+		return proto, p, nil
 	}
 	if len(frames) == 0 {
 		f.src.close()
@@ -644,4 +655,9 @@ func (pf *prefetcher) halt() {
 		pf.cond.Wait()
 	}
 	pf.mu.Unlock()
+}
+
+func isCut(err error) bool {
+	var te *cassette.TruncatedError
+	return errors.As(err, &te)
 }
