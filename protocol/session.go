@@ -57,3 +57,14 @@ func (s *Session) FrameClassifiedIndexed(rec uint64, dir Dir, frame []byte, info
 // End reports what is still wrong when the session ends: requests never
 // answered, a handshake never sent.
 func (s *Session) End() []Violation { return s.state.end() }
+
+// ParentClosed tells the Session that the parent closed the child's stdin
+// at record rec (the cassette's stdin-eof event). Requests the child sends
+// after that cannot be answered, so End does not hold them against the
+// session. It may be called before or after the frames around rec are
+// judged, but before End.
+func (s *Session) ParentClosed(rec uint64) {
+	if s.state.closedAt == 0 || rec < s.state.closedAt {
+		s.state.closedAt = rec
+	}
+}

@@ -125,8 +125,16 @@ type sessionState struct {
 	idx       *jsonscan.Index    // the index handed to FrameClassifiedIndexed, for idxFor
 	idxFor    []byte
 
-	hsDir      [2]bool // the sides that open with a handshake
-	hsSeen     [2]bool
+	hsDir  [2]bool // the sides that open with a handshake
+	hsSeen [2]bool
+	// hsReq is the open handshake request of each side (pairKey, when the
+	// handshake is a request): an error response to it means the handshake
+	// failed and the side may open again (hsReqSet says it is set).
+	hsReq    [2]pairKey
+	hsReqSet [2]bool
+	// closedAt is the record at which the parent closed the child's stdin
+	// (0: it did not); see ParentClosed.
+	closedAt   uint64
 	hsMissing  [2]bool // handshake-missing already reported for that side
 	frames     [2]uint64
 	open       map[pairKey]pending
@@ -229,12 +237,25 @@ func (s *sessionState) frame(rec uint64, dir Dir, frame []byte, validJSON bool, 
 			add(CodeDuplicateID, SevError, "id %s is already in flight from the %s (request %s at record %d)", key, sideName(dir), orQ(old.method), old.rec)
 		}
 		s.open[k] = pending{method: info.Method, rec: rec}
+		if s.hs != nil && s.hsDir[dir] && s.hs.IsHandshake(dir, info) {
+			s.hsReq[dir], s.hsReqSet[dir] = k, true
+		}
 	case PairClose:
 		k := pairKey{1 - dir, key}
 		if p, ok := s.open[k]; ok {
 			delete(s.open, k)
 			if info.Method == "" {
 				info.Method = p.method
+			}
+			if s.hsReqSet[1-dir] && s.hsReq[1-dir] == k {
+				// A handshake answered with an error did not happen: the
+				// side may try again, as MCP 2026-07-28 clients do after
+				// probing an older server with server/discover (-32601),
+				// then falling back to initialize.
+				s.hsReqSet[1-dir] = false
+				if hasMember(frame, "error") {
+					s.hsSeen[1-dir] = false
+				}
 			}
 		} else {
 			add(CodeUnknownResponseID, SevError, "response to id %s, but no request with that id from the %s is awaiting an answer", key, sideName(1-dir))
@@ -312,9 +333,34 @@ func (s *sessionState) end() []Violation {
 		} else {
 			msg = fmt.Sprintf("request %s (id %s, from the %s) was never answered", orQ(u.method), u.id, sideName(u.dir))
 		}
-		vs = append(vs, Violation{Code: CodeUnanswered, Severity: SevWarning, Record: u.rec, Message: msg})
+		sev := SevWarning
+		if u.dir == FromChild && s.closedAt != 0 && u.rec > s.closedAt {
+			// The parent had closed the child's stdin: nobody could answer.
+			// Closing stdin is how a parent ends a stdio session (the MCP
+			// specification, Lifecycle, Shutdown, stdio: the client should
+			// initiate shutdown by first closing the input stream to the
+			// child process), so a request the child sends on its way out
+			// (MCP roots/list) is no bug.
+			sev = SevInfo
+			msg += fmt.Sprintf(" (sent after the parent closed the child's stdin at record %d)", s.closedAt)
+		}
+		vs = append(vs, Violation{Code: CodeUnanswered, Severity: sev, Record: u.rec, Message: msg})
 	}
 	return vs
+}
+
+// hasMember reports whether the JSON object frame has a top-level member
+// named key.
+func hasMember(frame []byte, key string) bool {
+	found := false
+	forEachMember(frame, func(k, _ []byte) bool {
+		if string(k) == key {
+			found = true
+			return false
+		}
+		return true
+	})
+	return found
 }
 
 func sideName(d Dir) string {

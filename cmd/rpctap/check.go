@@ -389,6 +389,7 @@ func checkRecords(name string, h cassette.Header, src recordSource, forced proto
 			decide(c, conn)
 		}
 	}
+	closedAt := map[int]uint64{} // connection -> record of its stdin-eof event
 	endConn := func(n int) {
 		c := conns[n]
 		if c == nil {
@@ -396,6 +397,9 @@ func checkRecords(name string, h cassette.Header, src recordSource, forced proto
 		}
 		if c.sess == nil {
 			decide(c, n)
+		}
+		if at := closedAt[n]; at != 0 {
+			c.sess.ParentClosed(at)
 		}
 		report(c, n, c.sess.End(), nil, "")
 		delete(conns, n)
@@ -460,6 +464,8 @@ func checkRecords(name string, h cassette.Header, src recordSource, forced proto
 				sawStart = sawStart || rec.Conn == 0
 			case cassette.EventExit:
 				sawExit = true
+			case cassette.EventStdinEOF:
+				closedAt[rec.Conn] = rec.N
 			case cassette.EventConnClose:
 				endConn(rec.Conn)
 			case cassette.EventGap:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -311,14 +312,30 @@ func TestCheckRealPeers(t *testing.T) {
 	}{
 		{"acp", []string{testpeers.Tool(t, "acpclient")}, []string{testpeers.Tool(t, "acpagent")}, "1\n"},
 		{"mcp", []string{testpeers.Tool(t, "mcpclient")}, []string{testpeers.Tool(t, "mcpserver")}, ""},
+		// An older server: it answers the 2026-07-28 server/discover probe
+		// with -32601 and the SDK client falls back to initialize.
+		{"mcp", []string{testpeers.Tool(t, "mcpclient")}, []string{"sh", "-c",
+			`read -r probe; printf '%s\n' '{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}'; exec "$0"`,
+			testpeers.Tool(t, "mcpserver")}, ""},
+		// The SDK-based testpeer makes the server send roots/list, sampling
+		// and ping, then closes the server's stdin.
+		{"mcp", []string{testpeers.Tool(t, "testpeer"), "mcp-parent"}, []string{testpeers.Tool(t, "mcpserver")}, ""},
 	}
-	for _, c := range cases {
-		t.Run(c.proto, func(t *testing.T) {
+	for i, c := range cases {
+		t.Run(fmt.Sprint(c.proto, i), func(t *testing.T) {
 			dir := t.TempDir()
 			cas := filepath.Join(dir, c.proto+".cassette")
 			out := testpeers.Record(t, rp, dir, cas, c.stdin, 60*time.Second, c.parent, c.child...)
 			if _, err := os.Stat(cas); err != nil {
 				t.Fatalf("no cassette after the run (%v):\n%s", err, out)
+			}
+			// The ACP client SIGKILLs rpctap after its last reply; the
+			// recorder process finishes the cassette a moment later.
+			for deadline := time.Now().Add(15 * time.Second); completeCassette(cas) != nil; {
+				if time.Now().After(deadline) {
+					t.Fatalf("the cassette was not finished within 15s: %v", completeCassette(cas))
+				}
+				time.Sleep(20 * time.Millisecond)
 			}
 			code, rep, errs := runMain("check", "--format", "json", cas)
 			var doc struct {
@@ -337,8 +354,15 @@ func TestCheckRealPeers(t *testing.T) {
 			if code != ExitOK || f.Errors != 0 {
 				t.Errorf("check: exit %d, %d errors:\n%s", code, f.Errors, rep)
 			}
+			// A valid session by the protocol's own spec: no error and no
+			// warning (infos are fine).
 			for _, v := range f.Findings {
-				t.Logf("%s %s record %d: %s", v.Severity, v.Code, v.Record, v.Message)
+				if v.Severity != string(protocol.SevInfo) {
+					t.Errorf("%s %s record %d: %s", v.Severity, v.Code, v.Record, v.Message)
+				}
+			}
+			if strings.Contains(c.child[0], "sh") && !strings.Contains(rep, "server/discover") && f.Frames < 6 {
+				t.Errorf("the fallback session is too short:\n%s", out)
 			}
 		})
 	}

@@ -162,13 +162,16 @@ type Recorder struct {
 	rawInfoOK  bool          // rawInfo is for the line being written
 	validating bool          // the validator goroutine is being fed
 	valStopped bool
-	redactor   redactor
-	vidx       jsonscan.Index // value ends of the frame being written (cassette.VerbatimIndexed)
-	vidxFor    []byte         // that frame
-	vidxOK     bool           // vidx is valid for vidxFor
-	lastT      int64          // T of the latest chunk written
-	putT       int64          // latest T of any record written: violations found later take it, so T never runs backwards for them
-	stats      Stats
+	// stdinClosed: the record of each connection's stdin-eof event, told to
+	// its Session before the session-end checks (writer goroutine only).
+	stdinClosed map[int]uint64
+	redactor    redactor
+	vidx        jsonscan.Index // value ends of the frame being written (cassette.VerbatimIndexed)
+	vidxFor     []byte         // that frame
+	vidxOK      bool           // vidx is valid for vidxFor
+	lastT       int64          // T of the latest chunk written
+	putT        int64          // latest T of any record written: violations found later take it, so T never runs backwards for them
+	stats       Stats
 }
 
 // Stats are counts for tests and benchmarks.
@@ -217,7 +220,10 @@ type valJob struct {
 	buf   *[]byte         // the pooled buffer holding frame (nil: not pooled)
 	idx   *jsonscan.Index // where frame's values end (from cassette.VerbatimIndexed; pooled), or nil
 	end   bool            // the connection closed: run its session-end checks
-	valid bool            // frame is valid JSON (cassette.Verbatim said so): the Session skips its syntax pass
+	// closed: the parent closed the child's stdin at record n (tells the
+	// Session, see protocol.Session.ParentClosed).
+	closed bool
+	valid  bool // frame is valid JSON (cassette.Verbatim said so): the Session skips its syntax pass
 	// info is the protocol's Classify answer for frame (when hasInfo): the
 	// Session does not classify again.
 	info    protocol.Info
@@ -589,6 +595,9 @@ func (r *Recorder) finish() {
 			}
 		}
 		r.detFrames = nil
+	}
+	for conn, n := range r.stdinClosed {
+		r.queueValidation(valJob{conn: conn, n: n, closed: true})
 	}
 	// Let the validator finish: it sends the session-end violations and then
 	// done. The writer keeps reading results meanwhile, so the validator

@@ -383,6 +383,12 @@ func (r *Recorder) validateOne(sessions map[int]*protocol.Session, j valJob) (v 
 			perr = panicLine(p)
 		}
 	}()
+	if j.closed {
+		if s := sessions[j.conn]; s != nil {
+			s.ParentClosed(j.n)
+		}
+		return nil, ""
+	}
 	if j.end {
 		if s := sessions[j.conn]; s != nil {
 			delete(sessions, j.conn)
@@ -442,11 +448,23 @@ func (r *Recorder) event(it *item) {
 	case cassette.EventStdinEOF:
 		sp := &cs.split[tap.Stdin]
 		sp.end(func(p []byte, eol string, part bool) { r.line(e.Conn, tap.Stdin, cs.lastT[tap.Stdin], p, eol, part) })
+		// Told to the validator at the session's end (the protocol may not
+		// be known yet), with this event's record number (set by put).
+		defer func() {
+			if r.stdinClosed == nil {
+				r.stdinClosed = map[int]uint64{}
+			}
+			r.stdinClosed[e.Conn] = r.rec.N
+		}()
 	case cassette.EventConnClose:
 		// The connection's last lines, then its session-end checks; its
 		// state is dropped after the event (socket mode may see many).
 		r.endStreams(e.Conn, cs)
 		if r.proto != nil && r.validating {
+			if n, ok := r.stdinClosed[e.Conn]; ok {
+				r.queueValidation(valJob{conn: e.Conn, n: n, closed: true})
+				delete(r.stdinClosed, e.Conn)
+			}
 			r.queueValidation(valJob{conn: e.Conn, end: true})
 		}
 		defer delete(r.conns, e.Conn)
