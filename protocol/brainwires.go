@@ -163,9 +163,13 @@ func (brainwiresProto) check(c *checker, dir Dir, frame []byte, info Info) {
 			bwCheckHandshake(c, o)
 		} else {
 			c.fields(o, bwHandshakeResponse, "", "HandshakeResponse")
+			// Info, not a warning: the token is "returned to new sessions
+			// for later reattachment" (seed 002, HandshakeResponse), so a
+			// reattach is rightly accepted without one, and a response
+			// alone does not say which it answers.
 			if acc, _ := o.boolean("accepted"); acc && o.isNull("session_token") {
-				c.add(SevWarning, "no-session-token", "/session_token",
-					"HandshakeResponse accepts the viewer but returns no session_token; the viewer cannot reattach later")
+				c.add(SevInfo, "no-session-token", "/session_token",
+					"HandshakeResponse accepts the viewer without a session_token: right for a reattach; a new session's viewer could not reattach later")
 			}
 		}
 		return

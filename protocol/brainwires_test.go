@@ -26,7 +26,7 @@ func TestBrainwiresBroken(t *testing.T) {
 		{name: "reattach without session id", suffix: ack, frame: `in {"version":2,"is_reattach":true,"session_id":null,"session_token":"t"}`, code: "brainwires.missing-field"},
 		{name: "response without session_id", prefix: []string{bwHello}, frame: `out {"accepted":true,"session_token":"t","error":null}`, code: "brainwires.missing-field"},
 		{name: "response accepted a string", prefix: []string{bwHello}, frame: `out {"accepted":"yes","session_id":"abc","error":null}`, code: "brainwires.wrong-type"},
-		{name: "accepted without a token", prefix: []string{bwHello}, frame: `out {"accepted":true,"session_id":"abc","error":null}`, code: "brainwires.no-session-token", sev: SevWarning},
+		{name: "accepted without a token", prefix: []string{bwHello}, frame: `out {"accepted":true,"session_id":"abc","error":null}`, code: "brainwires.no-session-token", sev: SevInfo},
 		{name: "first viewer frame is not the handshake", suffix: ack, frame: `in {"type":"user_input","content":"hi"}`, code: CodeHandshakeMissing},
 		{name: "handshake twice", prefix: hs, frame: bwHello, code: CodeHandshakeRepeated, sev: SevWarning},
 		// tagged messages

@@ -52,10 +52,10 @@ func TestMCPShapes(t *testing.T) {
 			in(`{"jsonrpc":"2.0","id":0,"method":"server/discover"}`),
 			out(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}`),
 		}, "mcp.wrong-direction", SevError},
-		{"unknown method is a warning", []step{
+		{"unknown method is info (each MCP version adds methods)", []step{
 			in(`{"jsonrpc":"2.0","id":0,"method":"server/discover"}`),
 			in(`{"jsonrpc":"2.0","method":"notifications/brand_new"}`),
-		}, CodeMCPUnknownMethod, SevWarning},
+		}, CodeMCPUnknownMethod, SevInfo},
 		{"tools/list before initialize", []step{
 			in(`{"jsonrpc":"2.0","id":1,"method":"ping"}`),
 			in(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`),

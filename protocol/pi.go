@@ -123,10 +123,12 @@ var piTable = evTable{
 		"extension_error":        {req("extensionPath", tString), req("event", tString), req("error", tString)},
 		"extension_ui_request":   {req("id", tString), req("method", tString)},
 	},
-	// pi answers an unknown command with an error response and carries on;
-	// its event set grows from release to release.
+	// pi answers an unknown command with an error response and carries on
+	// (a warning: the parent sent something pi does not do); its event set
+	// grows from release to release and a parent must ignore types it does
+	// not know, so an unknown event is info.
 	unknownIn:  evUnknown{"unknown-command", SevWarning},
-	unknownOut: evUnknown{"unknown-event", SevWarning},
+	unknownOut: evUnknown{"unknown-event", SevInfo},
 }
 
 func (piProto) Name() string  { return "pi" }
@@ -189,7 +191,8 @@ func (piProto) check(c *checker, dir Dir, frame []byte, info Info) {
 		}
 	}
 	if typ != "" && dir == FromParent && typ != "extension_ui_response" && info.ID == "null" {
-		c.add(SevWarning, "null-id", "/id", fmt.Sprintf("%s has \"id\":null; omit the id instead, pi echoes it as given", typ))
+		// Info: legal (pi echoes the null back and answers by name), style.
+		c.add(SevInfo, "null-id", "/id", fmt.Sprintf("%s has \"id\":null; omit the id instead, pi echoes it as given", typ))
 	}
 }
 

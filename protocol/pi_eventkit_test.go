@@ -103,7 +103,9 @@ func fmtViolations(vs []Violation) string {
 }
 
 // testValidSessions runs every testdata/<name>/*.session through a Session
-// and wants zero violations, and each frame classified (not Invalid).
+// and wants no error and no warning (a valid session by the protocol's own
+// documents; infos are style notes and are logged), and each frame
+// classified (not Invalid).
 func testValidSessions(t *testing.T, name string) {
 	p, err := Lookup(name)
 	if err != nil {
@@ -117,8 +119,16 @@ func testValidSessions(t *testing.T, name string) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			steps := loadSession(t, f)
 			vs, infos := runSteps(p, steps)
-			if len(vs) != 0 {
-				t.Errorf("%d violations in a valid session:%s", len(vs), fmtViolations(vs))
+			var bad []Violation
+			for _, v := range vs {
+				if v.Severity == SevInfo {
+					t.Logf("info: record %d %s: %s", v.Record, v.Code, v.Message)
+				} else {
+					bad = append(bad, v)
+				}
+			}
+			if len(bad) != 0 {
+				t.Errorf("%d errors or warnings in a valid session:%s", len(bad), fmtViolations(bad))
 			}
 			for i, in := range infos {
 				if in.Kind == Invalid || in.Kind == "" || in.Method == "" {

@@ -25,7 +25,7 @@ var wantSeverity = map[string]Severity{
 	CodeHandshakeMissing:  SevError,
 	CodeHandshakeLate:     SevWarning,
 	CodeHandshakeRepeated: SevWarning,
-	"pi.null-id":          SevWarning,
+	"pi.null-id":          SevInfo,
 	"pi.unknown-command":  SevWarning,
 	"opi.unknown-type":    SevError,
 	"opi.missing-field":   SevError,

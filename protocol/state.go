@@ -54,6 +54,13 @@ const (
 	// PairCloseQueue is an answer without an id: it closes the oldest
 	// unanswered PairOpenQueue request with the same key from the other side.
 	PairCloseQueue
+	// PairRefuse is an error that names a request by its id (synaps:
+	// {"type":"error","id":…}): it answers the request when nothing else
+	// will (a command rejected while a prompt is in flight), and one later
+	// PairClose of the same id is still accepted (a prompt's runtime error
+	// is followed by its response). An id nobody sent is no violation: the
+	// error is an event first.
+	PairRefuse
 )
 
 // Pairer is implemented by protocols that name a response's request
@@ -65,6 +72,19 @@ const (
 // keys, so a command name never meets an id.
 type Pairer interface {
 	Pair(dir Dir, info Info) (key string, role PairRole)
+}
+
+// Canceller is implemented by protocols in which a notification withdraws
+// one of its sender's own requests so that no answer is due (MCP
+// notifications/cancelled: "The receiver of a cancellation notification
+// SHOULD NOT send a response for the cancelled request"). CancelledID
+// returns the id (raw JSON, as Info.ID) of the request that frame, sent in
+// direction dir, cancels. The request is then no longer awaited, and a
+// response that crosses the cancellation on the wire is still accepted.
+// Protocols whose cancelled requests are still answered (LSP
+// $/cancelRequest) do not implement it.
+type Canceller interface {
+	CancelledID(dir Dir, info Info, frame []byte) (id string, ok bool)
 }
 
 // NonJSONAccepter is implemented by protocols whose frames need not be JSON
@@ -119,6 +139,7 @@ type sessionState struct {
 	hs        Handshaker
 	exempt    HandshakeExempter
 	pair      func(Dir, Info) (string, PairRole)
+	cancel    Canceller
 	nonJSONOK bool
 	vj        validJSONValidator // Validate without the syntax check, for frames found valid here
 	iv        indexedValidator   // Validate through an index of the frame (FrameClassifiedIndexed)
@@ -139,6 +160,7 @@ type sessionState struct {
 	frames     [2]uint64
 	open       map[pairKey]pending
 	queued     map[pairKey][]pending // PairOpenQueue requests, oldest first (nil until the first)
+	refused    map[pairKey]bool      // requests answered by a PairRefuse, whose response may still come
 	lastRecord uint64
 }
 
@@ -158,6 +180,7 @@ func newSessionState(p Protocol) sessionState {
 	if pr, ok := p.(Pairer); ok {
 		s.pair = pr.Pair
 	}
+	s.cancel, _ = p.(Canceller)
 	if n, ok := p.(NonJSONAccepter); ok {
 		s.nonJSONOK = n.AcceptsNonJSON()
 	}
@@ -240,8 +263,22 @@ func (s *sessionState) frame(rec uint64, dir Dir, frame []byte, validJSON bool, 
 		if s.hs != nil && s.hsDir[dir] && s.hs.IsHandshake(dir, info) {
 			s.hsReq[dir], s.hsReqSet[dir] = k, true
 		}
+	case PairRefuse:
+		k := pairKey{1 - dir, key}
+		if p, ok := s.open[k]; ok {
+			s.withdraw(k)
+			if info.Method == "" {
+				info.Method = p.method
+			}
+		}
 	case PairClose:
 		k := pairKey{1 - dir, key}
+		if s.refused[k] {
+			if _, open := s.open[k]; !open {
+				delete(s.refused, k) // the response that follows a refusal
+				break
+			}
+		}
 		if p, ok := s.open[k]; ok {
 			delete(s.open, k)
 			if info.Method == "" {
@@ -283,6 +320,14 @@ func (s *sessionState) frame(rec uint64, dir Dir, frame []byte, validJSON bool, 
 		}
 	}
 
+	if s.cancel != nil && info.Kind == Notification {
+		if id, ok := s.cancel.CancelledID(dir, info, frame); ok {
+			if k := (pairKey{dir, id}); s.open[k].rec != 0 {
+				s.withdraw(k)
+			}
+		}
+	}
+
 	if s.iv != nil && s.idx != nil && len(frame) > 0 && len(s.idxFor) == len(frame) && &s.idxFor[0] == &frame[0] {
 		vs = append(vs, s.iv.validateIndexed(dir, frame, info, s.idx)...)
 	} else if s.vj != nil && !s.nonJSONOK {
@@ -292,6 +337,16 @@ func (s *sessionState) frame(rec uint64, dir Dir, frame []byte, validJSON bool, 
 		vs = append(vs, s.p.Validate(dir, frame, info)...)
 	}
 	return info, s.finish(rec, vs)
+}
+
+// withdraw ends the wait for request k without an answer (refused or
+// cancelled); one later answer to it is still accepted.
+func (s *sessionState) withdraw(k pairKey) {
+	delete(s.open, k)
+	if s.refused == nil {
+		s.refused = map[pairKey]bool{}
+	}
+	s.refused[k] = true
 }
 
 func (s *sessionState) finish(rec uint64, vs []Violation) []Violation {

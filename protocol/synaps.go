@@ -163,9 +163,13 @@ func (synapsProto) IsHandshake(dir Dir, info Info) bool {
 // id is answered with "id":"" ([later]), so it opens the key `""`.
 // Responses that answer nothing the parent sent are not paired: internal
 // auto-turns (ids "auto:…", command auto_turn) and the compact disclosure
-// that precedes the final compact response with the same id. `error` frames
-// with an id are not treated as answers: after a runtime error the prompt
-// still gets its `response` (error, agent_end, response).
+// that precedes the final compact response with the same id. An `error`
+// frame with an id answers that command (catalogue: a second prompt,
+// follow_up or new_session while a prompt is in flight "gets
+// {"type":"error","id":<its id>,…}"; a compact failure is an "error frame
+// with id"), and the response that may still follow it is accepted (a
+// prompt's runtime error comes "after an error frame with the prompt id and
+// an agent_end"): PairRefuse.
 func (synapsProto) Pair(dir Dir, info Info) (string, PairRole) {
 	if dir == FromParent {
 		if info.Kind != Request {
@@ -178,6 +182,9 @@ func (synapsProto) Pair(dir Dir, info Info) (string, PairRole) {
 			return "", PairNone
 		}
 		return info.ID, PairOpen
+	}
+	if info.Method == "error" && info.ID != "" && info.ID != "null" {
+		return info.ID, PairRefuse
 	}
 	if info.Kind != Response || info.ID == "" {
 		return "", PairNone

@@ -113,7 +113,8 @@ func TestSynapsClassify(t *testing.T) {
 		{FromChild, Info{Kind: Response, Method: "auto_turn", ID: `"auto:3"`}, PairNone, ""},
 		{FromChild, Info{Kind: Response, Method: "compact.disclosure", ID: `"7"`}, PairNone, ""},
 		{FromChild, Info{Kind: Response, Method: "compact", ID: `"7"`}, PairClose, `"7"`},
-		{FromChild, Info{Kind: Event, Method: "error", ID: `"7"`}, PairNone, ""},
+		{FromChild, Info{Kind: Event, Method: "error", ID: `"7"`}, PairRefuse, `"7"`},
+		{FromChild, Info{Kind: Event, Method: "error"}, PairNone, ""},
 	} {
 		if k, r := p.Pair(c.dir, c.info); k != c.key || r != c.role {
 			t.Errorf("Pair(%v, %+v) = %q, %v; want %q, %v", c.dir, c.info, k, r, c.key, c.role)

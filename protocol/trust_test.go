@@ -87,3 +87,56 @@ func TestRequestAfterParentClosedIsNotUnanswered(t *testing.T) {
 		t.Errorf("without a close: want an unanswered warning, got %v", vs)
 	}
 }
+
+// synaps: every way the catalogue answers a command. An `error` with the
+// command's id answers it (a second prompt while one is in flight); a
+// prompt's runtime error is an `error` with its id, then agent_end, then the
+// response, which is accepted too; an `error` without id (the answer to a
+// line it could not parse) answers nothing and is no violation.
+func TestSynapsErrorWithIDAnswersTheCommand(t *testing.T) {
+	ready := out(`{"type":"ready","session_id":"s","model":"m","protocol_version":1}`)
+	vs, infos := runSession(t, "synaps", []step{
+		ready,
+		in(`{"type":"prompt","id":"p1","message":"hi"}`),
+		in(`{"type":"prompt","id":"p2","message":"again"}`),
+		out(`{"type":"error","id":"p2","message":"another prompt is in flight; abort first"}`),
+		in(`{"type":"new_session","id":"n1"}`),
+		out(`{"type":"error","id":"n1","message":"another prompt is in flight; abort first"}`),
+		out(`{"type":"error","id":"p1","message":"model failed"}`),
+		out(`{"type":"agent_end","usage":{"input_tokens":1,"output_tokens":0}}`),
+		out(`{"type":"response","id":"p1","command":"prompt","ok":false,"error":"model failed"}`),
+		in(`{"type":"compact","id":"c1"}`),
+		out(`{"type":"error","id":"c1","message":"nothing to compact"}`),
+		out(`{"type":"error","message":"frame exceeds 1 MiB limit"}`),
+		in(`{"type":"shutdown"}`),
+	})
+	noWarnings(t, vs)
+	if hasCode(vs, CodeUnanswered) || hasCode(vs, CodeUnknownResponseID) {
+		t.Errorf("answered commands flagged: %v", codes(vs))
+	}
+	if infos[3].Method != "error" {
+		t.Errorf("the refusal stays an error event: %+v", infos[3])
+	}
+
+	// Without an answer of any kind, the command is still unanswered.
+	vs, _ = runSession(t, "synaps", []step{ready, in(`{"type":"get_state","id":"g"}`)})
+	if !hasCode(vs, CodeUnanswered) {
+		t.Errorf("want unanswered, got %v", codes(vs))
+	}
+	// A second response after a refusal and its response is unknown.
+	vs, _ = runSession(t, "synaps", []step{ready,
+		in(`{"type":"prompt","id":"p","message":"x"}`),
+		out(`{"type":"error","id":"p","message":"boom"}`),
+		out(`{"type":"response","id":"p","command":"prompt","ok":false,"error":"boom"}`),
+		out(`{"type":"response","id":"p","command":"prompt","ok":false,"error":"boom"}`),
+	})
+	if !hasCode(vs, CodeUnknownResponseID) {
+		t.Errorf("want an unknown-response-id for the second response, got %v", codes(vs))
+	}
+}
+
+// Valid sessions written from each JSON-RPC protocol's documents get no
+// error and no warning (the event protocols have theirs in their own tests).
+func TestACPValidSessions(t *testing.T)     { testValidSessions(t, "acp") }
+func TestMCPValidSessions(t *testing.T)     { testValidSessions(t, "mcp") }
+func TestJSONRPCValidSessions(t *testing.T) { testValidSessions(t, "jsonrpc") }
