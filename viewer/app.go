@@ -745,7 +745,11 @@ func (a *App) refreshStatus() {
 			t += " · [green]follow (paused: G)[-]"
 		}
 	}
-	if tr := a.store.Truncated(); tr != "" {
+	if tr := a.store.Truncated(); tr != "" && a.follow {
+		// A cassette without its end record that is being followed is a
+		// recording in progress, not a cut-off one.
+		t += fmt.Sprintf(" · [green]recording: %d records so far[-]", a.store.Len())
+	} else if tr != "" {
 		t += " · [red]" + tview.Escape(tr) + "[-]"
 	} else if !a.follow && !a.store.Ended() && a.store.Len() > 0 {
 		t += " · [olive]no end record[-]"

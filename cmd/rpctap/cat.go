@@ -36,7 +36,7 @@ need for zstd), ready for jq. --format table shows one line per record: time
 since start, delta to the previous record, direction (→ parent to child,
 ← child to parent, ! stderr), kind, method, id, size and the first bytes.
 
---raw --dir in|out|err writes the exact byte stream of one direction, as the
+--raw --direction in|out|err writes the exact byte stream of one direction, as the
 child read it (in) or wrote it (out, err): line endings, invalid UTF-8 and a
 missing final newline included. Values redacted at record time stay
 redacted. In socket mode pick the connection with --conn.
@@ -56,14 +56,18 @@ or from a newer rpctap (after printing every readable record of a damaged
 one).`,
 		Example: `  rpctap cat session.cassette | jq -c 'select(.k=="frame") | .json'
   rpctap cat --format table session.cassette
-  rpctap cat --raw --dir in session.cassette > stdin.bin
-  rpctap cat --raw --dir out --conn 2 socket.cassette
+  rpctap cat --raw -d in session.cassette > stdin.bin
+  rpctap cat --raw --direction out --conn 2 socket.cassette
   rpctap cat -f --format table session.cassette   # watch a recording`,
 		Flags: func(fs *pflag.FlagSet) func([]string, Stdio) error {
 			o := &catOptions{}
 			fs.StringVar(&o.Format, "format", "json", "output format: json or table")
-			fs.BoolVar(&o.Raw, "raw", false, "write the exact bytes of one direction (needs --dir)")
-			fs.StringVar(&o.Dir, "dir", "", "only records of this direction: in, out or err")
+			fs.BoolVar(&o.Raw, "raw", false, "write the exact bytes of one direction (needs --direction)")
+			fs.StringVarP(&o.Dir, "direction", "d", "", "only records of this direction: in (stdin), out (stdout) or err (stderr)")
+			// --dir was this flag's name before --dir came to mean a directory
+			// in every command; it stays, hidden, for one release.
+			fs.StringVar(&o.Dir, "dir", "", "old name of --direction")
+			fs.MarkHidden("dir")
 			fs.IntVar(&o.Conn, "conn", -1, "only records of this connection (socket mode; -1: all)")
 			fs.IntVar(&o.Width, "width", 60, "table: bytes of each payload shown")
 			fs.BoolVarP(&o.Follow, "follow", "f", false, "keep printing records as they are recorded, until the end record (like tail -f)")
@@ -82,10 +86,10 @@ func runCat(o *catOptions, files []string, stdio Stdio) error {
 	switch o.Dir {
 	case "", "in", "out", "err":
 	default:
-		return Usagef("--dir must be in, out or err, not %q", o.Dir)
+		return Usagef("--direction must be in, out or err, not %q", o.Dir)
 	}
 	if o.Raw && o.Dir == "" {
-		return Usagef("--raw needs --dir in, out or err")
+		return Usagef("--raw needs --direction in, out or err")
 	}
 	if o.Raw && o.Format != "json" {
 		return Usagef("--raw and --format cannot be used together")

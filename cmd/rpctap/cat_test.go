@@ -106,12 +106,12 @@ func writeExotic(t *testing.T, path string, closeIt bool) {
 	}
 }
 
-// TestCatRawExact: --raw --dir reproduces each direction byte for byte.
+// TestCatRawExact: --raw --direction reproduces each direction byte for byte.
 func TestCatRawExact(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "exotic.cassette")
 	writeExotic(t, path, true)
 	for dir, lines := range map[string][]string{"in": exoticIn, "out": exoticOut, "err": exoticErr} {
-		out, errs, code := catMain("cat", "--raw", "--dir", dir, path)
+		out, errs, code := catMain("cat", "--raw", "--direction", dir, path)
 		if code != 0 || errs != "" {
 			t.Fatalf("--dir %s: code %d, stderr %q", dir, code, errs)
 		}
@@ -141,9 +141,9 @@ func TestCatJSONExact(t *testing.T) {
 		t.Fatalf("code %d stderr %q\n got %q\nwant %q", code, errs, out, want)
 	}
 	// --dir filters the JSON lines too.
-	out, _, _ = catMain("cat", "--dir", "err", path)
+	out, _, _ = catMain("cat", "--direction", "err", path)
 	if n := strings.Count(out, "\n"); n != len(exoticErr) || strings.Contains(out, `"d":"in"`) {
-		t.Errorf("--dir err printed %d lines: %s", n, out)
+		t.Errorf("--direction err printed %d lines: %s", n, out)
 	}
 }
 
@@ -187,7 +187,7 @@ func TestCatTable(t *testing.T) {
 func TestCatKilled(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "killed.cassette")
 	writeExotic(t, path, false)
-	out, errs, code := catMain("cat", "--raw", "--dir", "in", path)
+	out, errs, code := catMain("cat", "--raw", "--direction", "in", path)
 	if code != 0 || out != strings.Join(exoticIn, "") {
 		t.Fatalf("code %d, out %q", code, out)
 	}
@@ -239,8 +239,9 @@ func TestCatBadInput(t *testing.T) {
 		{[]string{}, ExitUsage, `^rpctap: cat needs a cassette$`},
 		{[]string{"--format", "xml", "good.cassette"}, ExitUsage, `--format must be json or table`},
 		{[]string{"--raw", "good.cassette"}, ExitUsage, `--raw needs --dir`},
-		{[]string{"--dir", "sideways", "good.cassette"}, ExitUsage, `--dir must be in, out or err`},
-		{[]string{"--raw", "--dir", "in", "--format", "table", "good.cassette"}, ExitUsage, `cannot be used together`},
+		{[]string{"--direction", "sideways", "good.cassette"}, ExitUsage, `--direction must be in, out or err`},
+		{[]string{"--dir", "sideways", "good.cassette"}, ExitUsage, `--direction must be in, out or err`}, // the old name, hidden
+		{[]string{"--raw", "--direction", "in", "--format", "table", "good.cassette"}, ExitUsage, `cannot be used together`},
 	} {
 		args := append([]string{"cat"}, c.args...)
 		for i := range args[1:] {
@@ -276,7 +277,7 @@ func TestCatLive(t *testing.T) {
 		r := cassette.NewLineRecord(cassette.KindFrame, cassette.DirOut, []byte(`{"i":`+jsonNum(i)+`}`), "\n")
 		w.Append(&r)
 		w.Flush()
-		out, errs, code := catMain("cat", "--raw", "--dir", "out", path)
+		out, errs, code := catMain("cat", "--raw", "--direction", "out", path)
 		if code != 0 || strings.Count(out, "\n") != i+1 || !strings.Contains(errs, "truncated after record "+jsonNum(i+1)) {
 			t.Fatalf("step %d: code %d out %q err %q", i, code, out, errs)
 		}
@@ -481,10 +482,10 @@ func TestCatSocketConn(t *testing.T) {
 		w.Append(&r)
 	}
 	w.Close()
-	if _, errs, code := catMain("cat", "--raw", "--dir", "in", path); code != ExitUsage || !strings.Contains(errs, "choose one with --conn N") {
+	if _, errs, code := catMain("cat", "--raw", "--direction", "in", path); code != ExitUsage || !strings.Contains(errs, "choose one with --conn N") {
 		t.Errorf("no --conn: %d %q", code, errs)
 	}
-	out, errs, code := catMain("cat", "--raw", "--dir", "in", "--conn", "2", path)
+	out, errs, code := catMain("cat", "--raw", "--direction", "in", "--conn", "2", path)
 	if code != 0 || errs != "" || out != "{\"conn\":2,\"i\":1}\n{\"conn\":2,\"i\":3}\n" {
 		t.Errorf("--conn 2: %d %q %q", code, out, errs)
 	}

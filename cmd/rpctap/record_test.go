@@ -30,9 +30,9 @@ func rpctapEnv() []string { return append(os.Environ(), "GORACE=atexit_sleep_ms=
 func catRaw(t *testing.T, cas, dir string, flags ...string) ([]byte, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	args := append(append([]string{"cat", "--raw", "--dir", dir}, flags...), cas)
+	args := append(append([]string{"cat", "--raw", "--direction", dir}, flags...), cas)
 	if code := Main(args, Stdio{In: strings.NewReader(""), Out: &out, Err: &errb}); code != 0 {
-		t.Fatalf("rpctap cat --raw --dir %s: exit %d: %s", dir, code, errb.String())
+		t.Fatalf("rpctap cat --raw --direction %s: exit %d: %s", dir, code, errb.String())
 	}
 	return out.Bytes(), errb.String()
 }
@@ -74,7 +74,7 @@ func TestRecordByteExact(t *testing.T) {
 			for _, dir := range []string{"in", "out"} {
 				raw, warn := catRaw(t, cas, dir)
 				if !bytes.Equal(raw, data) {
-					t.Errorf("cat --raw --dir %s: %d bytes, want %d (%s)", dir, len(raw), len(data), warn)
+					t.Errorf("cat --raw --direction %s: %d bytes, want %d (%s)", dir, len(raw), len(data), warn)
 				}
 			}
 		})
@@ -309,11 +309,11 @@ func TestRecordSocket(t *testing.T) {
 	}
 	raw, _ := catRaw(t, cas, "in", "--conn", "1")
 	if !bytes.Equal(raw, payloads[0]) {
-		t.Errorf("cat --raw --dir in --conn 1: %q", raw)
+		t.Errorf("cat --raw --direction in --conn 1: %q", raw)
 	}
 	raw, _ = catRaw(t, cas, "out", "--conn", "2")
 	if want := append(append([]byte(nil), payloads[1]...), "{\"bye\":true}\n"...); !bytes.Equal(raw, want) {
-		t.Errorf("cat --raw --dir out --conn 2: %d bytes, want %d", len(raw), len(want))
+		t.Errorf("cat --raw --direction out --conn 2: %d bytes, want %d", len(raw), len(want))
 	}
 }
 

@@ -36,7 +36,7 @@ method (counts, latency p50/p90/p99/max, unanswered requests). Press ? for
 every key.
 
 Without CASSETTE it shows a picker over the cassette directory (the same as
-'rpctap record' uses: -o/--dir, $RPCTAP_DIR, $XDG_STATE_HOME/rpctap/cassettes
+'rpctap record' uses: --dir, $RPCTAP_DIR, $XDG_STATE_HOME/rpctap/cassettes
 or ~/.local/state/rpctap/cassettes), newest first, updated as recordings
 appear.
 
@@ -56,7 +56,11 @@ written; <enter>, <esc>, <tab>, <bs>, <up>, <down>, <pgup>, <pgdn>, <home>,
   rpctap view --dump 120x40 --keys 's' session.cassette   # print the stats screen`,
 		Flags: func(fs *pflag.FlagSet) func([]string, Stdio) error {
 			o := &viewOptions{}
-			fs.StringVarP(&o.Dir, "dir", "o", "", "cassette directory for the picker (default: as for record)")
+			fs.StringVar(&o.Dir, "dir", "", "cassette directory `DIR` for the picker (default: as for record)")
+			// -o was this flag's shorthand before -o came to mean an output
+			// file in every command; it stays, hidden, for one release.
+			fs.StringVarP(&o.Dir, "old-dir", "o", "", "old spelling of --dir")
+			fs.MarkHidden("old-dir")
 			fs.BoolVarP(&o.Follow, "follow", "f", false, "follow new records (automatic for a cassette without an end record)")
 			fs.StringVar(&o.Dump, "dump", "", "draw headless at WIDTHxHEIGHT, print the screen and exit")
 			fs.StringVar(&o.Keys, "keys", "", "with --dump: keys to type first")

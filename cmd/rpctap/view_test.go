@@ -211,6 +211,7 @@ func TestViewFollowsLiveRecording(t *testing.T) {
 	scr.SetSize(140, 50)
 	app.StartFollowing()
 	var sizes []int
+	sawRecording := false
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if err := app.Settle(10 * time.Second); err != nil {
 			t.Fatal(err)
@@ -219,12 +220,22 @@ func TestViewFollowsLiveRecording(t *testing.T) {
 		if n := store.Len(); len(sizes) == 0 || sizes[len(sizes)-1] != n {
 			sizes = append(sizes, n)
 		}
+		// While it is being written the title says so, never "truncated".
+		if text := viewer.ScreenText(scr); !strings.Contains(text, "end of cassette") {
+			if strings.Contains(text, "truncated after") {
+				t.Fatalf("a recording in progress is shown as truncated:\n%s", text)
+			}
+			sawRecording = sawRecording || strings.Contains(text, "recording: ")
+		}
 		if text := viewer.ScreenText(scr); strings.Contains(text, "end of cassette") && strings.Contains(text, "the recording ended") {
 			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the end record never appeared (sizes seen %v):\n%s", sizes, viewer.ScreenText(scr))
 		}
+	}
+	if !sawRecording {
+		t.Errorf("the title never said the cassette was being recorded")
 	}
 	if len(sizes) < 3 || first >= sizes[len(sizes)-1] {
 		t.Errorf("records did not appear in steps while recording: sizes seen %v (opened with %d)", sizes, first)
