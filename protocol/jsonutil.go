@@ -301,24 +301,8 @@ func excerpt(b []byte, n int) string {
 // nestedMember returns the raw value at b.outer.inner (members of nested
 // JSON objects), or nil.
 func nestedMember(b []byte, outer, inner string) []byte {
-	var obj []byte
-	forEachMember(b, func(k, v []byte) bool {
-		if string(k) == outer {
-			obj = v
-			return false
-		}
-		return true
-	})
-	if obj == nil {
-		return nil
+	if obj := nestedTop(b, outer); obj != nil {
+		return nestedTop(obj, inner)
 	}
-	var val []byte
-	forEachMember(obj, func(k, v []byte) bool {
-		if string(k) == inner {
-			val = v
-			return false
-		}
-		return true
-	})
-	return val
+	return nil
 }

@@ -20,8 +20,9 @@ import (
 type checkOptions struct {
 	Protocol string // force a protocol instead of detecting it
 	Schema   string // a JSON Schema file: judge every frame with it
-	Format   string // "text" or "json"
+	Format   string // "text", "json" or "junit"
 	Max      int    // findings listed per code in the text report (0 = all)
+	Assert   assertOptions
 }
 
 func init() {
@@ -48,6 +49,16 @@ flight (a parent that SIGKILLs rpctap after its last reply), a warning when
 a request was unanswered. Every file named gets an entry in the report;
 one that cannot be read is an error in it (cassette.unreadable).
 
+CI assertions: --expect-method and --forbid-method (a request,
+notification or event method must or must not appear), --max-latency
+METHOD=DURATION (each such request answered within DURATION; one never
+answered fails too), and --baseline FILE (the child's surface: MCP
+tools/list tools and initialize capabilities, ACP agentCapabilities and
+authMethods, compared item by item with a baseline stored by
+--write-baseline; added, removed and changed items fail). A failed assertion
+is an error-level finding (assert.*). --format junit writes JUnit XML: a
+testsuite per cassette, a testcase per violation code and per assertion.
+
 Exit status: 0 when no error-level violation was found (warnings do not
 count), 1 when one was, 4 when a file cannot be read as a cassette or is
 damaged.
@@ -55,13 +66,21 @@ Codes and severities: docs/protocols.md.`,
 		Example: `  rpctap check session.cassette
   rpctap check --format json ~/.local/state/rpctap/cassettes/*.cassette | jq '.files[].errors'
   rpctap check --protocol mcp server.cassette
-  rpctap check --schema my-protocol.schema.json custom.cassette`,
+  rpctap check --schema my-protocol.schema.json custom.cassette
+  rpctap check --expect-method tools/call --forbid-method sampling/createMessage \
+      --max-latency tools/call=2s --baseline tools.baseline --format junit s.cassette > report.xml
+  rpctap check --write-baseline tools.baseline known-good.cassette`,
 		Flags: func(fs *pflag.FlagSet) func([]string, Stdio) error {
 			o := &checkOptions{}
 			fs.StringVar(&o.Protocol, "protocol", "", "judge with this protocol instead of detecting it ("+strings.Join(protocol.Names(), ", ")+")")
 			fs.StringVar(&o.Schema, "schema", "", "judge every frame with this JSON Schema file (draft 2020-12 or draft-07)")
-			fs.StringVar(&o.Format, "format", "text", "report format: text or json")
+			fs.StringVar(&o.Format, "format", "text", "report format: text, json or junit (JUnit XML for CI systems)")
 			fs.IntVar(&o.Max, "max", 20, "findings listed per code in the text report (0 = all)")
+			fs.StringArrayVar(&o.Assert.Expect, "expect-method", nil, "fail unless `METHOD` appears (a request, notification or event; repeatable)")
+			fs.StringArrayVar(&o.Assert.Forbid, "forbid-method", nil, "fail if `METHOD` appears (repeatable)")
+			fs.StringArrayVar(&o.Assert.MaxLatency, "max-latency", nil, "fail if a `METHOD=DURATION` request took longer to answer, or was never answered (repeatable)")
+			fs.StringVar(&o.Assert.Baseline, "baseline", "", "fail if the child's tools (MCP tools/list) or capabilities (initialize) drifted from this baseline `FILE`")
+			fs.StringVar(&o.Assert.WriteBaseline, "write-baseline", "", "store the child's tools and capabilities as a baseline `FILE` for --baseline")
 			return func(args []string, stdio Stdio) error { return runCheck(o, args, stdio) }
 		},
 	})
@@ -71,8 +90,11 @@ func runCheck(o *checkOptions, files []string, stdio Stdio) error {
 	if len(files) == 0 {
 		return Usagef("check needs at least one cassette")
 	}
-	if o.Format != "text" && o.Format != "json" {
-		return Usagef("--format must be text or json, not %q", o.Format)
+	if o.Format != "text" && o.Format != "json" && o.Format != "junit" {
+		return Usagef("--format must be text, json or junit, not %q", o.Format)
+	}
+	if err := o.Assert.parse(len(files)); err != nil {
+		return err
 	}
 	if o.Protocol != "" && o.Schema != "" {
 		return Usagef("--protocol and --schema cannot be used together")
@@ -112,11 +134,19 @@ func runCheck(o *checkOptions, files []string, stdio Stdio) error {
 		if len(rep.Damage) > 0 && err == nil {
 			inputErrs = append(inputErrs, fmt.Sprintf("%s: %s; checked every readable record", f, replay.DamageSummary(rep.damage)))
 		}
+		if o.Assert.any() {
+			if err := runAssertions(&o.Assert, f, rep, stdio); err != nil {
+				return err
+			}
+		}
 		reports = append(reports, rep)
 	}
-	if o.Format == "json" {
+	switch o.Format {
+	case "json":
 		writeCheckJSON(stdio.Out, reports)
-	} else {
+	case "junit":
+		writeCheckJUnit(stdio.Out, reports)
+	default:
 		for _, r := range reports {
 			writeCheckText(stdio.Out, r, o.Max)
 		}
@@ -176,6 +206,7 @@ type checkReport struct {
 	Infos         int                     `json:"infos"`
 	Counts        map[string]int          `json:"counts"` // findings per code, including any not listed
 	Findings      []checkFinding          `json:"violations"`
+	Assertions    []checkAssertion        `json:"assertions,omitempty"` // --expect-method, --max-latency, --baseline, ...
 }
 
 // checkDamage is one damaged range of a cassette, as the reader reported

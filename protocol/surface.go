@@ -1,0 +1,120 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"sort"
+)
+
+// Surface is what a peer offers, as a baseline for drift checks in CI
+// (rpctap check --baseline): named items and their JSON (compacted, keys
+// sorted), e.g. "tool:echo" -> its inputSchema and description, or
+// "agentCapabilities" -> that object.
+type Surface map[string]json.RawMessage
+
+// SurfaceOf returns what the response frame (a result, as recorded, to a
+// request of method) says about the child's surface in protocol proto, or
+// nil when it says nothing:
+//
+//   - mcp tools/list: each tool (its description, inputSchema and
+//     outputSchema) as "tool:NAME"; MCP 2025-11-25, Tools: "To discover
+//     available tools, clients send a tools/list request";
+//   - mcp initialize (and server/discover): the server's "capabilities";
+//   - acp initialize: "agentCapabilities" and the ids of "authMethods"
+//     (ACP InitializeResponse).
+func SurfaceOf(proto, method string, response []byte) Surface {
+	result := nestedTop(response, "result")
+	if result == nil {
+		return nil
+	}
+	s := Surface{}
+	switch {
+	case proto == "mcp" && method == "tools/list":
+		var r struct {
+			Tools []map[string]json.RawMessage `json:"tools"`
+		}
+		if json.Unmarshal(result, &r) != nil {
+			return nil
+		}
+		for _, t := range r.Tools {
+			var name string
+			if json.Unmarshal(t["name"], &name) != nil || name == "" {
+				continue
+			}
+			keep := map[string]json.RawMessage{}
+			for _, k := range []string{"description", "inputSchema", "outputSchema"} {
+				if v, ok := t[k]; ok {
+					keep[k] = v
+				}
+			}
+			s["tool:"+name] = canonical(keep)
+		}
+	case proto == "mcp" && (method == "initialize" || method == "server/discover"):
+		if c := nestedTop(result, "capabilities"); c != nil {
+			s["capabilities"] = canonicalRaw(c)
+		}
+	case proto == "acp" && method == "initialize":
+		if c := nestedTop(result, "agentCapabilities"); c != nil {
+			s["agentCapabilities"] = canonicalRaw(c)
+		}
+		var r struct {
+			AuthMethods []struct {
+				ID string `json:"id"`
+			} `json:"authMethods"`
+		}
+		if json.Unmarshal(result, &r) == nil && r.AuthMethods != nil {
+			ids := make([]string, 0, len(r.AuthMethods))
+			for _, m := range r.AuthMethods {
+				ids = append(ids, m.ID)
+			}
+			sort.Strings(ids)
+			s["authMethods"] = canonical(ids)
+		}
+	}
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+// nestedTop returns the raw value of member key of the JSON object b.
+func nestedTop(b []byte, key string) []byte {
+	var val []byte
+	forEachMember(b, func(k, v []byte) bool {
+		if string(k) == key {
+			val = v
+			return false
+		}
+		return true
+	})
+	return val
+}
+
+// canonicalRaw re-encodes raw JSON with sorted keys and no white space, so
+// that two equal values compare equal as bytes.
+func canonicalRaw(raw []byte) json.RawMessage {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if dec.Decode(&v) != nil {
+		return append(json.RawMessage(nil), raw...)
+	}
+	return canonical(v)
+}
+
+func canonical(v any) json.RawMessage {
+	if m, ok := v.(map[string]json.RawMessage); ok {
+		out := map[string]any{}
+		for k, r := range m {
+			var x any
+			dec := json.NewDecoder(bytes.NewReader(r))
+			dec.UseNumber()
+			if dec.Decode(&x) == nil {
+				out[k] = x
+			}
+		}
+		v = out
+	}
+	b, _ := json.Marshal(v) // encoding/json sorts map keys
+	return b
+}
