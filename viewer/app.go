@@ -746,9 +746,10 @@ func (a *App) refreshStatus() {
 		}
 	}
 	if tr := a.store.Truncated(); tr != "" && a.follow {
-		// A cassette without its end record that is being followed is a
-		// recording in progress, not a cut-off one.
-		t += fmt.Sprintf(" · [green]recording: %d records so far[-]", a.store.Len())
+		// A cassette without its end record that is being followed is most
+		// likely a recording in progress (it may also have been cut off:
+		// the title does not claim either for sure).
+		t += " · [green]recording (no end record yet)[-]"
 	} else if tr != "" {
 		t += " · [red]" + tview.Escape(tr) + "[-]"
 	} else if !a.follow && !a.store.Ended() && a.store.Len() > 0 {
