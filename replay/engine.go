@@ -88,12 +88,16 @@ type engine struct {
 	// portableSeeded: the fixed placeholders of portable cassettes are bound
 	// (portable.go).
 	portableSeeded bool
-	border         []string // binds keys, longest first
-	waived         []*estep // theirs steps given up on (parent role), still matchable
-	liveEOF        bool
-	exited         *Exit // child role: reached the recorded exit
-	lastProgress   time.Time
-	nreports       int
+	// faults are the rules of WithFaults, with their own hit counts
+	// (fault.go); sentFrames counts the frames this side sent.
+	faults       []Fault
+	sentFrames   int
+	border       []string // binds keys, longest first
+	waived       []*estep // theirs steps given up on (parent role), still matchable
+	liveEOF      bool
+	exited       *Exit // child role: reached the recorded exit
+	lastProgress time.Time
+	nreports     int
 
 	res  Result
 	werr error  // first write error
@@ -146,6 +150,7 @@ func newEngine(src Source, r role, o *options) (*engine, error) {
 	if d.idKeyed() {
 		e.idKey = "id"
 	}
+	e.faults = append([]Fault(nil), o.faults...)
 	for ph, v := range o.bindings {
 		e.binds[ph] = v
 	}
@@ -636,6 +641,18 @@ func (e *engine) send(st *estep, now time.Time) bool {
 	buf := append(append(e.wbuf[:0], raw...), st.eol...)
 	if cap(buf) <= 1<<20 {
 		e.wbuf = buf
+	}
+	e.sentFrames++
+	if len(e.faults) > 0 {
+		if f := e.faultFor(st, e.sentFrames); f != nil {
+			end, err := e.writeFaulty(f, st, buf)
+			if err != nil {
+				e.werr = fmt.Errorf("writing to the %s: %w", e.liveName(), err)
+				return true
+			}
+			e.res.Sent++
+			return end
+		}
 	}
 	if _, err := e.out.Write(buf); err != nil {
 		e.werr = fmt.Errorf("writing to the %s: %w", e.liveName(), err)

@@ -161,3 +161,30 @@ func ExampleWithBinding() {
 	// stop reason: end_turn
 	// divergences: 0 error: <nil>
 }
+
+// A failure path of the parent under test: the fake agent refuses
+// session/new with the protocol's own error, as an agent that needs
+// authentication would. Faults are rules of the same form as
+// `rpctap replay --fault`: an action (delay, drop, duplicate, split,
+// truncate, corrupt, error, kill) and selectors (method=, kind=, frame=,
+// times=).
+func ExampleWithFaults() {
+	refuse, err := replay.ParseFault("error method=session/new")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	child, err := replay.NewChild("testdata/acp-example.cassette", replay.WithSpeed(0), replay.WithFaults(refuse))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, _, err = runPrompt(child, &exampleClient{}, "/tmp/project")
+	fmt.Println("client:", err != nil)
+	child.Stdin.Close()
+	res, _ := child.Wait()
+	fmt.Println("faults injected:", res.Faults)
+	// Output:
+	// client: true
+	// faults injected: [error method=session/new on record #6 (response session/new)]
+}

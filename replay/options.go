@@ -75,6 +75,7 @@ type options struct {
 	prog          string
 	customMatcher bool
 	bindings      map[string]string
+	faults        []Fault
 }
 
 // defaults returns the default options with opts applied in order.
@@ -170,6 +171,8 @@ type Result struct {
 	Unlisted int
 	Matched  int // live frames matched to recorded ones
 	Sent     int // recorded frames sent to the live side
+	// Faults lists the faults injected (WithFaults), one line each.
+	Faults []string
 }
 
 // Diverged reports whether anything differed.

@@ -26,6 +26,14 @@ type replayFlags struct {
 	Protocol   string
 	Conn       int
 	Window     int
+	Fault      []string // replay, verify: --fault rules
+	FaultsFile string   // replay, verify: --faults FILE
+}
+
+// defineFaults adds the fault injection flags (replay and verify).
+func (f *replayFlags) defineFaults(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&f.Fault, "fault", nil, "inject a fault into the frames sent: `RULE` such as 'drop method=session/update' or 'kill frame=7' (repeatable; see docs/replay.md)")
+	fs.StringVar(&f.FaultsFile, "faults", "", "read fault rules from `FILE`, one a line")
 }
 
 func (f *replayFlags) define(fs *pflag.FlagSet, window bool) {
@@ -52,6 +60,24 @@ func (f *replayFlags) options(fs *pflag.FlagSet) ([]replay.Option, error) {
 			return nil, Usagef("--conn must be 0 or more")
 		}
 		opts = append(opts, replay.WithConn(f.Conn))
+	}
+	var faults []replay.Fault
+	if f.FaultsFile != "" {
+		fs, err := replay.ReadFaults(f.FaultsFile)
+		if err != nil {
+			return nil, Usagef("--faults: %v", err)
+		}
+		faults = append(faults, fs...)
+	}
+	for _, r := range f.Fault {
+		ft, err := replay.ParseFault(r)
+		if err != nil {
+			return nil, Usagef("--fault: %v", err)
+		}
+		faults = append(faults, ft)
+	}
+	if len(faults) > 0 {
+		opts = append(opts, replay.WithFaults(faults...))
 	}
 	if err := replay.CheckIgnore(f.Ignore...); err != nil {
 		return nil, Usagef("--ignore: %v", err)
@@ -105,6 +131,7 @@ See docs/replay.md.`,
 			fs.Float64Var(&o.Speed, "speed", 1, "pacing: 1 keeps recorded delays, 2 halves them, 0 answers as fast as causality allows")
 			fs.BoolVar(&o.Strict, "strict", false, "exit 1 if the parent diverged from the recording (for CI)")
 			o.define(fs, true)
+			o.defineFaults(fs)
 			return func(args []string, stdio Stdio) error {
 				if len(args) > 1 && strings.HasPrefix(args[1], "-") {
 					return Usagef("replay: flags go before the cassette: rpctap replay [flags] CASSETTE (got %s after it)", args[1])

@@ -54,6 +54,7 @@ See docs/replay.md.`,
 			fs.BoolVar(&o.Update, "update", false, "record the run over CASSETTE instead of comparing")
 			fs.BoolVar(&o.ChildStderr, "child-stderr", false, "pass the child's stderr through (by default its last lines are shown only on failure)")
 			o.define(fs, true)
+			o.defineFaults(fs)
 			return func(args []string, stdio Stdio) error {
 				if len(args) >= 2 && args[1] == "--" {
 					args = append(args[:1:1], args[2:]...)
