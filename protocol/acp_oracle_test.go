@@ -459,8 +459,6 @@ func sampleShape(s shape, variant int, full bool) any {
 		return []any{sampleShape(x.item, variant, full)}
 	case constShape:
 		return string(x)
-	case refShape:
-		return sampleShape(*x.s, variant, full)
 	case *objShape:
 		m := map[string]any{}
 		for _, f := range x.fields {

@@ -450,16 +450,6 @@ func (k constShape) check(c *shapeChecker, raw []byte) {
 	}
 }
 
-// ref lets recursive or later-defined shapes be referenced.
-type refShape struct {
-	name string
-	s    *shape
-}
-
-func jRef(name string, s *shape) shape               { return refShape{name, s} }
-func (r refShape) describe() string                  { return r.name }
-func (r refShape) check(c *shapeChecker, raw []byte) { (*r.s).check(c, raw) }
-
 func quoteList(vals []string) string {
 	q := make([]string, len(vals))
 	for i, v := range vals {

@@ -215,36 +215,6 @@ func isInteger(raw []byte) bool {
 	return err == nil && f == float64(int64(f))
 }
 
-// pointerEscape escapes one JSON pointer reference token (RFC 6901).
-func pointerEscape(s string) string {
-	if !containsAny(s, "~/") {
-		return s
-	}
-	var b []byte
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '~':
-			b = append(b, '~', '0')
-		case '/':
-			b = append(b, '~', '1')
-		default:
-			b = append(b, s[i])
-		}
-	}
-	return string(b)
-}
-
-func containsAny(s, chars string) bool {
-	for i := 0; i < len(s); i++ {
-		for j := 0; j < len(chars); j++ {
-			if s[i] == chars[j] {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // stripANSI removes leading ANSI escape sequences (CSI "ESC [ ... final",
 // OSC "ESC ] ... BEL|ST", and two-byte "ESC x") and the white space between
 // them from b. It returns b unchanged and false when b does not start with

@@ -72,13 +72,6 @@ func (m *MemSource) Append(recs ...cassette.Record) {
 	}
 }
 
-// SetTruncated sets the message Truncated returns.
-func (m *MemSource) SetTruncated(msg string) {
-	m.mu.Lock()
-	m.trunc = msg
-	m.mu.Unlock()
-}
-
 // Len implements Source.
 func (m *MemSource) Len() int {
 	m.mu.Lock()

@@ -114,9 +114,6 @@ func WithLossy() Option { return func(o *Options) { o.Lossy = true } }
 // WithWarn sets where warnings go.
 func WithWarn(f func(string)) Option { return func(o *Options) { o.Warn = f } }
 
-// WithMaxLine overrides MaxLine (tests and benchmarks).
-func WithMaxLine(n int) Option { return func(o *Options) { o.MaxLine = n } }
-
 // WithOptions replaces all options at once.
 func WithOptions(opts Options) Option { return func(o *Options) { *o = opts } }
 
