@@ -288,7 +288,7 @@ func isBrokenPipe(err error) bool {
 // decodes the cassette, so with the default GOGC the collector runs every
 // few MiB and its pauses and assists land on replies. A higher GOGC under
 // a soft memory limit collects less often while keeping the heap in the
-// RSS budget (docs/performance-log.md, "Replay memory (streaming)"). GOGC and
+// RSS budget (bench/performance-log.md, "Replay memory (streaming)"). GOGC and
 // GOMEMLIMIT in the environment still win.
 func tuneGC() {
 	if os.Getenv("GOGC") == "" {
