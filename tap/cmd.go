@@ -141,6 +141,14 @@ type Cmd struct {
 	// and are always read this way where possible.)
 	WakeStdin bool
 
+	// StdoutFilter, when set, wraps the writer the child's stdout is
+	// forwarded to: the one exception to byte-exact forwarding, for
+	// `rpctap record --fault` only. The filter's Write runs on the stdout
+	// pump and may block it (backpressure, as any write); a Flush method,
+	// if it has one, is called once when the child's stdout ends. nil (the
+	// default) leaves the forwarding path as it is.
+	StdoutFilter func(io.Writer) io.Writer
+
 	Grace   time.Duration // drain time after the child exited; 0 is DefaultGrace
 	Signals []os.Signal   // signals to relay to the child; nil relays none
 
@@ -167,6 +175,11 @@ type Cmd struct {
 	pumpsIn chan struct{} // closed when stdinPump is done
 	pumpsOE sync.WaitGroup
 }
+
+// Note records an event of the caller's (a fault `rpctap record --fault`
+// injected) in the read order, after the chunks read so far. It may be
+// called from a StdoutFilter.
+func (c *Cmd) Note(e Event) { c.s.event(e) }
 
 // Command returns a Cmd that runs name with args and relays
 // ForwardedSignals.
@@ -404,7 +417,11 @@ func (c *Cmd) Start() (err error) {
 	c.pumpsIn = make(chan struct{})
 	c.pumpsOE.Add(2)
 	go (&stdinPump{pump{s: c.s, stream: Stdin, src: c.in.rawFD, dst: c.inW}, c.in, c.pumpsIn, c.cutIn}).run()
-	go (&childOutputPump{pump{s: c.s, stream: Stdout, src: c.outR, dst: c.out.rawFD}, c.out, &c.pumpsOE, c.cutOut}).run()
+	var stdoutDst io.Writer = c.out.rawFD
+	if c.StdoutFilter != nil {
+		stdoutDst = c.StdoutFilter(stdoutDst)
+	}
+	go (&childOutputPump{pump{s: c.s, stream: Stdout, src: c.outR, dst: stdoutDst}, c.out, &c.pumpsOE, c.cutOut}).run()
 	go (&childOutputPump{pump{s: c.s, stream: Stderr, src: c.errR, dst: c.errOut.rawFD}, c.errOut, &c.pumpsOE, c.cutOut}).run()
 	return nil
 }

@@ -151,6 +151,9 @@ func (p *childOutputPump) run() {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	p.copy()
+	if f, ok := p.dst.(interface{ Flush() error }); ok {
+		f.Flush() // a StdoutFilter's held partial line
+	}
 	p.src.(*rawFD).close()
 	p.parent.close()
 }

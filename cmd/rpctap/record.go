@@ -18,6 +18,7 @@ import (
 	"github.com/rpctap/rpctap/internal/portable"
 	"github.com/rpctap/rpctap/internal/recorder"
 	"github.com/rpctap/rpctap/protocol"
+	"github.com/rpctap/rpctap/replay"
 	"github.com/rpctap/rpctap/tap"
 )
 
@@ -38,6 +39,9 @@ type recordOptions struct {
 	Quiet       bool
 	Listen      string
 	Upstream    string
+	Fault       []string // --fault rules (record_fault.go)
+	FaultsFile  string   // --faults FILE
+	faults      []replay.Fault
 }
 
 func init() {
@@ -109,6 +113,8 @@ missing command, 126 if CMD cannot be executed, 127 if it is not found.`,
 			fs.BoolVarP(&o.Quiet, "quiet", "q", false, "do not say where the cassette goes (only said when stderr is a terminal)")
 			fs.StringVar(&o.Listen, "listen", "", "socket mode: listen on the Unix socket `PATH`")
 			fs.StringVar(&o.Upstream, "upstream", "", "socket mode: forward each connection to the Unix socket `PATH`")
+			fs.StringArrayVar(&o.Fault, "fault", nil, "misbehave on purpose: apply `RULE` to the child's frames before the parent gets them, e.g. 'error method=tools/list' or 'kill frame=3' (repeatable; each fault is an event in the cassette; see docs/replay.md)")
+			fs.StringVar(&o.FaultsFile, "faults", "", "read fault rules from `FILE`, one a line")
 			return func(args []string, stdio Stdio) error { return runRecord(&o, args, stdio) }
 		},
 	})
@@ -123,6 +129,9 @@ func runRecord(o *recordOptions, args []string, stdio Stdio) error {
 	}
 	if o.Grace <= 0 {
 		return Usagef("record: --grace must be positive")
+	}
+	if err := o.checkFaults(); err != nil {
+		return err
 	}
 	if o.Portable && o.Listen != "" {
 		return Usagef("record: --portable is for stdio recordings (socket mode records several connections)")
@@ -188,6 +197,7 @@ func runRecord(o *recordOptions, args []string, stdio Stdio) error {
 		c.Observer = obs
 		c.ObserveFirst = true
 	}
+	installFaults(c, o.faults, stdio.Err)
 	err := c.Start()
 	for _, f := range detached {
 		f.Close()

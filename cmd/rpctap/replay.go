@@ -61,20 +61,9 @@ func (f *replayFlags) options(fs *pflag.FlagSet) ([]replay.Option, error) {
 		}
 		opts = append(opts, replay.WithConn(f.Conn))
 	}
-	var faults []replay.Fault
-	if f.FaultsFile != "" {
-		fs, err := replay.ReadFaults(f.FaultsFile)
-		if err != nil {
-			return nil, Usagef("--faults: %v", err)
-		}
-		faults = append(faults, fs...)
-	}
-	for _, r := range f.Fault {
-		ft, err := replay.ParseFault(r)
-		if err != nil {
-			return nil, Usagef("--fault: %v", err)
-		}
-		faults = append(faults, ft)
+	faults, err := parseFaultFlags(f.Fault, f.FaultsFile)
+	if err != nil {
+		return nil, err
 	}
 	if len(faults) > 0 {
 		opts = append(opts, replay.WithFaults(faults...))

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/rpctap/rpctap/internal/recfault"
+	"github.com/rpctap/rpctap/replay"
+	"github.com/rpctap/rpctap/tap"
+)
+
+// parseFaultFlags reads --faults FILE, then each --fault rule (record,
+// replay and verify share the syntax: replay.ParseFault).
+func parseFaultFlags(rules []string, file string) ([]replay.Fault, error) {
+	var faults []replay.Fault
+	if file != "" {
+		fs, err := replay.ReadFaults(file)
+		if err != nil {
+			return nil, Usagef("--faults: %v", err)
+		}
+		faults = append(faults, fs...)
+	}
+	for _, r := range rules {
+		ft, err := replay.ParseFault(r)
+		if err != nil {
+			return nil, Usagef("--fault: %v", err)
+		}
+		faults = append(faults, ft)
+	}
+	return faults, nil
+}
+
+// checkFaults parses record's fault flags; socket mode takes none.
+func (o *recordOptions) checkFaults() error {
+	faults, err := parseFaultFlags(o.Fault, o.FaultsFile)
+	if err != nil {
+		return err
+	}
+	if len(faults) > 0 && o.Listen != "" {
+		return Usagef("record: --fault is for stdio recordings")
+	}
+	o.faults = faults
+	return nil
+}
+
+// installFaults makes c apply the rules to the child's stdout (the only
+// exception to byte-exact forwarding; nothing is installed without rules).
+// Each fault done is told on warn and recorded as a "fault" event right
+// after the frame it changed (docs/cassette-format.md, section 4.6); the
+// cassette keeps the frame as the child sent it.
+func installFaults(c *tap.Cmd, rules []replay.Fault, warn io.Writer) {
+	if len(rules) == 0 {
+		return
+	}
+	reqs := &recfault.Requests{}
+	c.Observer = &requestFeeder{next: c.Observer, reqs: reqs}
+	if !c.ObserveFirst {
+		c.ObserveFirst = true // the request is known before the child can answer it
+	}
+	var mu sync.Mutex
+	c.StdoutFilter = func(dst io.Writer) io.Writer {
+		return &recfault.Writer{Dst: dst, Rules: rules, Requests: reqs,
+			Note: func(rule string, frame int, what string) {
+				msg := fmt.Sprintf("%s on frame %d of out (%s)", rule, frame, what)
+				mu.Lock()
+				fmt.Fprintf(warn, "rpctap record: fault injected: %s\n", msg)
+				mu.Unlock()
+				c.Note(tap.Event{Kind: "fault", Stream: tap.Stdout, Msg: msg})
+			},
+			Kill: func() error {
+				if c.Process != nil {
+					c.Process.Kill()
+				}
+				return nil
+			}}
+	}
+}
+
+// requestFeeder passes everything on to next (which may be nil) and feeds
+// the parent's stdin to reqs.
+type requestFeeder struct {
+	next tap.Observer
+	reqs *recfault.Requests
+}
+
+func (f *requestFeeder) Observe(ch tap.Chunk) {
+	if ch.Stream == tap.Stdin {
+		f.reqs.Feed(ch.Data)
+	}
+	if f.next != nil {
+		f.next.Observe(ch)
+	}
+}
+
+func (f *requestFeeder) Event(e tap.Event) {
+	if f.next != nil {
+		f.next.Event(e)
+	}
+}
+
+func (f *requestFeeder) Close() error {
+	if f.next != nil {
+		return f.next.Close()
+	}
+	return nil
+}
