@@ -44,6 +44,7 @@ const (
 	EventConnOpen  = "conn-open"  // socket mode: connection Conn accepted and dialled upstream
 	EventConnClose = "conn-close" // socket mode: connection Conn closed
 	EventWarning   = "warning"    // rpctap's own trouble, Msg says what
+	EventFault     = "fault"      // record --fault changed the frame before it on its way to the parent, Msg says how
 )
 
 // Header is record 0 of every cassette.

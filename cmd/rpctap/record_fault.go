@@ -5,6 +5,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/rpctap/rpctap/cassette"
 	"github.com/rpctap/rpctap/internal/recfault"
 	"github.com/rpctap/rpctap/replay"
 	"github.com/rpctap/rpctap/tap"
@@ -66,7 +67,7 @@ func installFaults(c *tap.Cmd, rules []replay.Fault, warn io.Writer) {
 				mu.Lock()
 				fmt.Fprintf(warn, "rpctap record: fault injected: %s\n", msg)
 				mu.Unlock()
-				c.Note(tap.Event{Kind: "fault", Stream: tap.Stdout, Msg: msg})
+				c.Note(tap.Event{Kind: cassette.EventFault, Stream: tap.Stdout, Msg: msg})
 			},
 			Kill: func() error {
 				if c.Process != nil {
