@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bytes"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rpctap/rpctap/internal/testpeers"
+)
+
+// recordFaulty runs parent with `rpctap record -o cas --fault RULE -- child`
+// as its agent command and returns its output, whether it finished within
+// limit, and its exit status.
+func recordFaulty(t *testing.T, dir, cas, stdin string, limit time.Duration, parent []string, rule string, child ...string) (string, bool, int) {
+	t.Helper()
+	argv := append(append(append([]string{}, parent...), rpctapPath(t), "record", "-o", cas, "--fault", rule, "--"), child...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Stdin = strings.NewReader(stdin)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	finished, err := testpeers.RunFor(cmd, limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := -1
+	if finished {
+		code = cmd.ProcessState.ExitCode()
+	}
+	return out.String(), finished, code
+}
+
+// TestRecordFaultsACP: `rpctap record --fault` between the ACP SDK example
+// client and agent: the client sees the fault, and the cassette has a
+// fault event right after the frame (which keeps the agent's bytes), that
+// cat, check and replay read.
+func TestRecordFaultsACP(t *testing.T) {
+	t.Parallel()
+	client, agent := testpeers.Tool(t, "acpclient"), testpeers.Tool(t, "acpagent")
+	for _, c := range []struct {
+		name, rule string
+		hang       bool
+		exit       int
+		want       []string
+		event      string
+		after      string // a record that must follow the fault event
+	}{
+		{name: "error", rule: "error method=session/prompt", exit: 0,
+			want:  []string{"[Client] Error", `"message": "rpctap: injected fault"`},
+			event: `"ev":"fault","msg":"error method=session/prompt on frame 12 of out (response session/prompt)"`},
+		{name: "kill", rule: "kill frame=2", exit: 1,
+			want:  []string{"Connected to agent", "peer disconnected before response"},
+			event: `"ev":"fault","msg":"kill frame=2 on frame 2 of out (response session/new)"`, after: `"ev":"exit","signal":"SIGKILL"`},
+		{name: "truncate", rule: "truncate method=session/new", hang: true,
+			want:  []string{"failed to parse incoming message"},
+			event: `"ev":"fault","msg":"truncate method=session/new on frame 2 of out (response session/new)"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			cas := filepath.Join(dir, "f.cassette")
+			limit := 60 * time.Second
+			if c.hang {
+				limit = 3 * time.Second
+			}
+			out, finished, code := recordFaulty(t, dir, cas, "1\n", limit, []string{client}, c.rule, agent)
+			switch {
+			case c.hang && finished:
+				t.Fatalf("the client finished (exit %d); it should wait:\n%s", code, out)
+			case !c.hang && (!finished || code != c.exit):
+				t.Fatalf("finished %v, exit %d, want %d:\n%s", finished, code, c.exit, out)
+			}
+			for _, w := range append(c.want, "rpctap record: fault injected: "+c.rule) {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+			waitEnded(t, cas) // the sink finishes the file after the client kills rpctap
+			code, cat, errs := runMain("cat", cas)
+			if code != ExitOK {
+				t.Fatalf("cat: exit %d: %s", code, errs)
+			}
+			i := strings.Index(cat, c.event)
+			if i < 0 {
+				t.Fatalf("no %s in the cassette:\n%s", c.event, cat)
+			}
+			lines := strings.Split(cat[:i], "\n") // the last is the fault event's own start
+			if len(lines) < 2 || !strings.Contains(lines[len(lines)-2], `"k":"frame","d":"out"`) {
+				t.Errorf("the fault event does not follow a frame of out:\n%s", cat)
+			}
+			// The agent died of the kill: its exit, when rpctap lived to
+			// see it (the client may SIGKILL rpctap first), says SIGKILL.
+			if c.after != "" && strings.Contains(cat[i:], `"ev":"exit"`) && !strings.Contains(cat[i:], c.after) {
+				t.Errorf("no %s after the fault:\n%s", c.after, cat)
+			}
+			// Readers take the new event in their stride.
+			if code, _, errs := runMain("check", cas); code != ExitOK {
+				t.Errorf("check: exit %d: %s", code, errs)
+			}
+		})
+	}
+}
+
+// TestRecordFaultMCP: an error injected into the everything server's
+// tools/list answer reaches the MCP SDK listfeatures client, and the
+// cassette records the fault; a cassette recorded with faults replays the
+// child's own frames.
+func TestRecordFaultMCP(t *testing.T) {
+	t.Parallel()
+	realPeersRpctap(t)
+	dir := t.TempDir()
+	cas := filepath.Join(dir, "mcp.cassette")
+	client := testpeers.Tool(t, "mcpclient")
+	out, finished, code := recordFaulty(t, dir, cas, "", 60*time.Second, []string{client}, "error method=tools/list", testpeers.Tool(t, "mcpserver"))
+	if !finished || code != 1 || !strings.Contains(out, `calling "tools/list": rpctap: injected fault`) {
+		t.Fatalf("finished %v exit %d:\n%s", finished, code, out)
+	}
+	waitEnded(t, cas)
+	_, cat, _ := runMain("cat", cas)
+	if !strings.Contains(cat, `"ev":"fault","msg":"error method=tools/list on frame 2 of out (response tools/list)"`) {
+		t.Fatalf("no fault event:\n%s", cat)
+	}
+	// The frame record kept the server's answer: replayed without faults,
+	// the client gets its tools.
+	r := run(t, dir, "", client, rpctapPath(t), "replay", "--speed", "0", cas)
+	if !strings.Contains(r.stdout, "tools:") || !strings.Contains(r.stdout, "greet") {
+		t.Fatalf("replay: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}
