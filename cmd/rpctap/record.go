@@ -97,6 +97,11 @@ missing command, 126 if CMD cannot be executed, 127 if it is not found.`,
   "everything": { "command": "rpctap",
                   "args": ["record", "--", "npx", "-y", "@modelcontextprotocol/server-everything"] }
 
+  # A failure path on purpose: the parent gets an error for tools/list, and
+  # the cassette says so in a fault event
+  rpctap record -o fail.cassette --fault 'error method=tools/list' -- my-mcp-server
+  rpctap record -o crash.cassette --fault 'kill frame=3' -- my-agent --acp
+
   # A Unix-socket protocol: point the client at /tmp/s.sock
   rpctap record --listen /tmp/s.sock --upstream /run/agent.sock`,
 		Flags: func(fs *pflag.FlagSet) func(args []string, stdio Stdio) error {

@@ -130,3 +130,25 @@ func TestRecordFaultMCP(t *testing.T) {
 		t.Fatalf("replay: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestRecordFaultFlagErrors: a bad rule, a missing rule file and faults in
+// socket mode are usage errors (exit 2), said on the first line, before
+// any child runs.
+func TestRecordFaultFlagErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--fault", "explode", "--", "true"}, `rpctap: --fault: fault "explode": unknown action "explode"`},
+		{[]string{"--faults", filepath.Join(dir, "missing"), "--", "true"}, "rpctap: --faults: open "},
+		{[]string{"--fault", "drop", "--listen", filepath.Join(dir, "l.sock"), "--upstream", filepath.Join(dir, "u.sock")}, "rpctap: record: --fault is for stdio recordings"},
+	} {
+		args := append([]string{"record", "-o", filepath.Join(dir, "x.cassette")}, c.args...)
+		code, _, errs := runMain(args...)
+		first, _, _ := strings.Cut(errs, "\n")
+		if code != ExitUsage || !strings.Contains(first, c.msg) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, errs, c.msg)
+		}
+	}
+}
