@@ -240,7 +240,9 @@ func (w *Writer) write(parts ...[]byte) error {
 // no such member.
 func corrupt(body []byte, ptr string) ([]byte, bool) {
 	var root any
-	if json.Unmarshal(body, &root) != nil || len(ptr) < 2 {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber() // the other numbers keep their digits
+	if dec.Decode(&root) != nil || len(ptr) < 2 {
 		return nil, false
 	}
 	cur := root

@@ -21,7 +21,7 @@ func rules(t *testing.T, rs ...string) []replay.Fault {
 }
 
 const (
-	notif = `{"jsonrpc":"2.0","method":"note","params":{"a":1}}` + "\n"
+	notif = `{"jsonrpc":"2.0","method":"note","params":{"a":1,"big":12345678901234567890}}` + "\n"
 	resp  = `{"jsonrpc":"2.0","id":7,"result":{"tools":[]}}` + "\n"
 )
 
@@ -41,7 +41,7 @@ func TestWriter(t *testing.T) {
 		{"duplicate kind=notification", notif + notif + resp + "tail", 1},
 		{"split frame=2", notif + resp + "tail", 1},
 		{"truncate method=tools/list", notif + resp[:(len(resp)-1)/2] + "\n" + "tail", 1},
-		{"corrupt /params/a", `{"jsonrpc":"2.0","method":"note","params":{"a":"rpctap-corrupted"}}` + "\n" + resp + "tail", 1},
+		{"corrupt /params/a", `{"jsonrpc":"2.0","method":"note","params":{"a":"rpctap-corrupted","big":12345678901234567890}}` + "\n" + resp + "tail", 1},
 		{"corrupt /params/missing", notif + resp + "tail", 0},
 		{"error method=tools/list", notif + `{"error":{"code":-32603,"message":"rpctap: injected fault"},"id":7,"jsonrpc":"2.0"}` + "\n" + "tail", 1},
 		{"error kind=notification", notif + resp + "tail", 0},
