@@ -103,3 +103,30 @@ func TestNormalizeMakesOldCassettesPortable(t *testing.T) {
 		}
 	}
 }
+
+// TestPortableMCPReplaysInAnotherDir: the MCP Go SDK's listfeatures client
+// and everything server recorded with --portable in one directory; the
+// client in another directory gets the same answers from rpctap replay,
+// strict and with no default ignores, and the cassette holds no trace of
+// the first directory.
+func TestPortableMCPReplaysInAnotherDir(t *testing.T) {
+	t.Parallel()
+	rp := realPeersRpctap(t)
+	client, server := testpeers.Tool(t, "mcpclient"), testpeers.Tool(t, "mcpserver")
+	root := t.TempDir()
+	dirA, dirB := filepath.Join(root, "a", "work"), filepath.Join(root, "b", "other")
+	os.MkdirAll(dirA, 0o755)
+	os.MkdirAll(dirB, 0o755)
+	cas := filepath.Join(root, "mcp.cassette")
+	rec := run(t, dirA, "", client, rp, "record", "-q", "--portable", "-o", cas, "--", server)
+	if rec.code != 0 {
+		t.Fatalf("record: exit %d\n%s", rec.code, rec.stderr)
+	}
+	if dump := run(t, root, "", rp, "cat", cas); strings.Contains(dump.stdout, dirA) || !strings.Contains(dump.stdout, `"portable":{`) {
+		t.Fatalf("portable cassette:\n%s", dump.stdout)
+	}
+	r := run(t, dirB, "", client, rp, "replay", "--strict", "--no-default-ignores", "--speed", "0", cas)
+	if r.code != 0 || r.stdout != rec.stdout {
+		t.Errorf("replay in another dir: exit %d\n--- replay\n%s\n--- recorded run\n%s\n%s", r.code, r.stdout, rec.stdout, r.stderr)
+	}
+}
