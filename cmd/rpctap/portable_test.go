@@ -35,6 +35,7 @@ func TestPortableACPReplaysInAnotherDir(t *testing.T) {
 		if r := run(t, dirA, "1\n", args...); r.code != 0 {
 			t.Fatalf("record %v: exit %d\n%s\n%s", c.extra, r.code, r.stdout, r.stderr)
 		}
+		waitEnded(t, c.cas) // finished by the recorder process after the client's SIGKILL
 	}
 	// The portable cassette holds no trace of machine A's directory.
 	dump := run(t, root, "", rp, "cat", portableCas)
@@ -122,6 +123,7 @@ func TestPortableMCPReplaysInAnotherDir(t *testing.T) {
 	if rec.code != 0 {
 		t.Fatalf("record: exit %d\n%s", rec.code, rec.stderr)
 	}
+	waitEnded(t, cas)
 	if dump := run(t, root, "", rp, "cat", cas); strings.Contains(dump.stdout, dirA) || !strings.Contains(dump.stdout, `"portable":{`) {
 		t.Fatalf("portable cassette:\n%s", dump.stdout)
 	}

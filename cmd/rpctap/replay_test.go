@@ -155,6 +155,9 @@ func TestReplayRecordedSessions(t *testing.T) {
 			if live.code != 0 {
 				t.Fatalf("recording run: exit %d\n%s\n%s", live.code, live.stdout, live.stderr)
 			}
+			// The ACP client SIGKILLs rpctap after its last reply; the
+			// recorder process finishes the cassette a moment later.
+			waitEnded(t, cas)
 			argv = append(append([]string{}, c.parent...), rp, "replay", "--strict", cas)
 			rep := run(t, dir, c.stdin, argv...)
 			if rep.code != 0 {
@@ -257,6 +260,7 @@ func TestVerifyACPAgent(t *testing.T) {
 	if live.code != 0 {
 		t.Fatalf("recording: exit %d\n%s", live.code, live.stderr)
 	}
+	waitEnded(t, rec) // the recorder process finishes it after the client's SIGKILL
 	r = run(t, dir, "", rp, "verify", rec, "--", filepath.Join(bin, "acpagent"))
 	if r.code != 0 || !strings.Contains(r.stdout, "rpctap verify: ok: 12 child frames matched, 4 parent frames sent") {
 		t.Fatalf("verify of the recorded cassette: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)

@@ -128,5 +128,29 @@ func Record(t testing.TB, rpctap, dir, cas, stdin string, d time.Duration, paren
 	} else if !finished {
 		t.Fatalf("%v did not finish:\n%s", argv, out.String())
 	}
+	WaitFinished(t, rpctap, cas, 30*time.Second)
 	return out.String()
+}
+
+// WaitFinished waits until the cassette at cas has its end record: a parent
+// that SIGKILLs rpctap after its last reply (the ACP SDK example client)
+// leaves the recorder process finishing the file a moment later. It asks
+// `rpctap cat` (this package cannot import cassette, whose tests import
+// it), and fails t after d. A cassette that never gets an end record (the
+// recorder itself was killed) is the caller's to expect: it waits then.
+func WaitFinished(t testing.TB, rpctap, cas string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		cmd := exec.Command(rpctap, "cat", "--format", "table", cas)
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		if err := cmd.Run(); err == nil && !strings.Contains(errb.String(), "truncated") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s has no end record after %v: %s", cas, d, errb.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
