@@ -221,6 +221,9 @@ func runPredicate(cand string, child []string, o *shrinkOptions, match *regexp.R
 func readAllRecords(path string) ([]cassette.Record, []*cassette.DamageError, error) {
 	rd, err := cassette.Open(path)
 	if err != nil {
+		if !strings.Contains(err.Error(), path) {
+			err = fmt.Errorf("%s: %w", path, err)
+		}
 		return nil, nil, err
 	}
 	defer rd.Close()
