@@ -160,16 +160,7 @@ func (opiProto) Classify(dir Dir, frame []byte) Info {
 		info.Kind = Request
 		return info
 	}
-	switch t.typ {
-	case "rpc_ready":
-		info.Kind = Handshake
-	case "response":
-		info.Kind = Response
-		info.Method = t.command
-	default:
-		info.Kind = Event
-	}
-	return info
+	return evChildInfo(info, "rpc_ready", t.command)
 }
 
 func (p opiProto) Validate(dir Dir, frame []byte, info Info) []Violation {

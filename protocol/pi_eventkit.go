@@ -743,3 +743,20 @@ func (c *checker) top(dir Dir, frame []byte, tab *evTable) (robj, string) {
 
 // evRawIsString reports whether a raw value is a JSON string.
 func evRawIsString(v []byte) bool { return jsonType(v) == "string" }
+
+// evChildInfo classifies a frame of the child in the event protocols whose
+// child opens with a handshake event and answers commands with a
+// "response" naming the command (synaps, opi): info.Method is the frame's
+// type on entry.
+func evChildInfo(info Info, handshake, command string) Info {
+	switch info.Method {
+	case handshake:
+		info.Kind = Handshake
+	case "response":
+		info.Kind = Response
+		info.Method = command
+	default:
+		info.Kind = Event
+	}
+	return info
+}

@@ -109,16 +109,7 @@ func (synapsProto) Classify(dir Dir, frame []byte) Info {
 		}
 		return info
 	}
-	switch t.typ {
-	case "ready":
-		info.Kind = Handshake
-	case "response":
-		info.Kind = Response
-		info.Method = t.command
-	default:
-		info.Kind = Event
-	}
-	return info
+	return evChildInfo(info, "ready", t.command)
 }
 
 func (p synapsProto) Validate(dir Dir, frame []byte, info Info) []Violation {
