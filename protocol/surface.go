@@ -118,3 +118,46 @@ func canonical(v any) json.RawMessage {
 	b, _ := json.Marshal(v) // encoding/json sorts map keys
 	return b
 }
+
+// CallFacts are what telemetry conventions name about one request: the
+// target in a span name ("tools/call get_weather"), the GenAI tool and
+// operation, and the conversation (ACP session) it belongs to.
+type CallFacts struct {
+	Target       string // tool, prompt or resource the call is about
+	Tool         string // gen_ai.tool.name
+	Operation    string // gen_ai.operation.name
+	Conversation string // gen_ai.conversation.id
+}
+
+// CallFactsOf reads them from a request frame of method in protocol proto:
+//   - mcp: tools/call names the tool (params.name; operation execute_tool),
+//     prompts/get a prompt (params.name), resources/read and
+//     resources/subscribe a resource (params.uri) — the MCP semantic
+//     conventions name spans "{mcp.method.name} {target}";
+//   - acp: every session method carries params.sessionId (the
+//     conversation); session/prompt is an agent invocation (invoke_agent).
+func CallFactsOf(proto, method string, request []byte) CallFacts {
+	params := nestedTop(request, "params")
+	str := func(key string) string {
+		s, _ := rawString(nestedTop(params, key))
+		return s
+	}
+	var f CallFacts
+	switch proto {
+	case "mcp":
+		switch method {
+		case "tools/call":
+			f.Target, f.Tool, f.Operation = str("name"), str("name"), "execute_tool"
+		case "prompts/get":
+			f.Target = str("name")
+		case "resources/read", "resources/subscribe", "resources/unsubscribe":
+			f.Target = str("uri")
+		}
+	case "acp":
+		f.Conversation = str("sessionId")
+		if method == "session/prompt" {
+			f.Operation = "invoke_agent"
+		}
+	}
+	return f
+}

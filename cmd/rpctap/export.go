@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/rpctap/rpctap/internal/export"
+	"github.com/rpctap/rpctap/internal/redact"
+	"github.com/spf13/pflag"
+)
+
+// exportOptions are the flags of `rpctap export`.
+type exportOptions struct {
+	Format   string
+	Output   string
+	Redact   []string
+	Payloads bool
+}
+
+func init() {
+	register(&command{
+		Name:    "export",
+		Summary: "write a cassette as HAR, a Chrome/Perfetto trace, or OpenTelemetry OTLP/JSON",
+		Usage:   "export --format har|trace|otlp [flags] CASSETTE",
+		Long: `Writes the cassette's requests with their answers (and its notifications and
+events) in a format other tools open:
+  har     HAR 1.2: one entry per request and answer (browser devtools, proxies)
+  trace   Chrome trace event JSON: a track per direction and method (Perfetto,
+          chrome://tracing)
+  otlp    OpenTelemetry OTLP/JSON spans, named and attributed by the GenAI and
+          MCP semantic conventions (an OTLP/JSON file for a collector's
+          otlpjsonfile receiver, or for curl to /v1/traces)
+Secrets are redacted as when recording (--redact KEY adds keys). The cassette
+is read once and streamed: memory stays bounded however large it is. Mappings:
+docs/export.md.`,
+		Example: `  rpctap export --format har -o session.har session.cassette
+  rpctap export --format trace -o trace.json session.cassette   # open in ui.perfetto.dev
+  rpctap export --format otlp --payloads session.cassette > spans.json`,
+		Flags: func(fs *pflag.FlagSet) func([]string, Stdio) error {
+			o := &exportOptions{}
+			fs.StringVar(&o.Format, "format", "", "har, trace or otlp (required)")
+			fs.StringVarP(&o.Output, "output", "o", "", "write to `FILE` (default: stdout)")
+			fs.StringArrayVar(&o.Redact, "redact", nil, "also redact the values of JSON key `KEY` (repeatable)")
+			fs.BoolVar(&o.Payloads, "payloads", false, "otlp: include request and response bodies as span attributes")
+			return func(args []string, stdio Stdio) error {
+				if len(args) != 1 {
+					return Usagef("export needs one cassette (got %d)", len(args))
+				}
+				return runExport(o, args[0], stdio)
+			}
+		},
+	})
+}
+
+func runExport(o *exportOptions, path string, stdio Stdio) error {
+	out := stdio.Out
+	var file *os.File
+	if o.Output != "" {
+		if abs(o.Output) == abs(path) {
+			return Usagef("export: -o would overwrite the cassette %s", path)
+		}
+		f, err := os.CreateTemp(filepath.Dir(o.Output), ".rpctap-export-*")
+		if err != nil {
+			return fmt.Errorf("export: %v", err)
+		}
+		defer os.Remove(f.Name())
+		file, out = f, f
+	}
+	bw := bufio.NewWriterSize(out, 256<<10)
+	var w export.Writer
+	switch o.Format {
+	case "har":
+		w = export.NewHAR(bw)
+	case "trace":
+		w = export.NewTrace(bw)
+	case "otlp":
+		w = export.NewOTLP(bw, o.Payloads)
+	case "":
+		return Usagef("export needs --format har, trace or otlp")
+	default:
+		return Usagef("--format must be har, trace or otlp, not %q", o.Format)
+	}
+	var progress func(uint64)
+	if f, ok := stdio.Err.(*os.File); ok && isTerminal(f) {
+		progress = func(n uint64) { fmt.Fprintf(stdio.Err, "\rrpctap export: %d records", n) }
+		defer fmt.Fprint(stdio.Err, "\r\033[K")
+	}
+	if err := export.Run(path, w, export.Options{Redactor: redact.New(redact.Options{Keys: o.Redact})}, progress); err != nil {
+		return Inputf("export: %s: %v", path, describeCassetteErr(err))
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("export: %v", err)
+	}
+	if file != nil {
+		if err := file.Sync(); err != nil {
+			return fmt.Errorf("export: %v", err)
+		}
+		if err := file.Close(); err != nil {
+			return fmt.Errorf("export: %v", err)
+		}
+		if err := os.Rename(file.Name(), o.Output); err != nil {
+			return fmt.Errorf("export: %v", err)
+		}
+	}
+	return nil
+}

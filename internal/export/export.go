@@ -1,0 +1,206 @@
+// Package export turns a cassette into formats other tools open: HAR 1.2
+// (browsers' and proxies' viewers), Chrome/Perfetto trace JSON, and
+// OpenTelemetry OTLP/JSON spans. It streams: records are read once, only the
+// requests still awaiting their answer are held, and each pair is written as
+// soon as its answer arrives, so a 1 GiB cassette exports in bounded memory.
+//
+// Pairing, kinds and methods come from what the recorder stored with each
+// frame (kind, method, id); per-protocol facts (an MCP tool's name, an ACP
+// session id) come from package protocol.
+package export
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/redact"
+	"github.com/rpctap/rpctap/protocol"
+)
+
+// Exchange is one request with its answer (Response nil when none came), or
+// one notification or event (Request is then that frame, Notification true).
+type Exchange struct {
+	Request, Response *Frame
+	Notification      bool
+}
+
+// Frame is one frame as exported.
+type Frame struct {
+	Record  uint64
+	T       int64  // ns since the session started
+	Dir     string // "in" (parent -> child) or "out"
+	Kind    string // request, response, notification, event, handshake
+	Method  string
+	ID      string // raw JSON id, "" when none
+	Payload []byte // the frame's bytes (redacted)
+}
+
+// Options shape an export.
+type Options struct {
+	Redactor *redact.Redactor // applied to every payload; nil: redact.Default()
+	Payloads bool             // OTLP: include request and response bodies as attributes
+}
+
+// Session is what a writer needs besides the exchanges.
+type Session struct {
+	File     string
+	Protocol string
+	Created  time.Time // wall clock of record 0
+}
+
+// Writer is one output format.
+type Writer interface {
+	Begin(s Session) error
+	Exchange(x *Exchange) error
+	End() error
+}
+
+// Run reads the cassette at path and hands every exchange to w, in the order
+// their last frame was recorded. progress, when not nil, is called with the
+// number of records read every 64 Ki records.
+func Run(path string, w Writer, o Options, progress func(records uint64)) error {
+	rd, err := cassette.Open(path)
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	h := rd.Header()
+	created, _ := time.Parse(time.RFC3339Nano, h.Created)
+	s := Session{File: path, Protocol: h.Protocol, Created: created}
+	red := o.Redactor
+	if red == nil {
+		red = redact.Default()
+	}
+	pending := map[string]*Frame{} // dir+id -> request
+	var order []string             // pending keys in arrival order, for the requests never answered
+	begun := false
+	var n uint64
+	for {
+		r, err := rd.Next()
+		if err != nil {
+			var de *cassette.DamageError
+			if errors.As(err, &de) && !de.ToEnd {
+				continue
+			}
+			var te *cassette.TruncatedError
+			if err == io.EOF || errors.As(err, &te) || errors.As(err, &de) {
+				break
+			}
+			return err
+		}
+		n++
+		if progress != nil && n%(64<<10) == 0 {
+			progress(n)
+		}
+		if r.K == cassette.KindMeta && r.Protocol != "" && s.Protocol == "" {
+			s.Protocol = r.Protocol
+		}
+		if r.K != cassette.KindFrame || r.Part {
+			continue
+		}
+		if !begun {
+			if err := w.Begin(s); err != nil {
+				return err
+			}
+			begun = true
+		}
+		payload := r.Payload()
+		if red.Enabled() {
+			if out, changed := red.Line(payload); changed {
+				payload = out
+			}
+		}
+		f := &Frame{Record: r.N, T: r.T, Dir: string(r.D), Kind: r.Kind, Method: r.Method, ID: string(r.ID), Payload: append([]byte(nil), payload...)}
+		if f.Kind == "" && r.JSON != nil {
+			// Recorded before its protocol was known (or written by a
+			// tool): classify with the protocol's rules now.
+			if p, err := protocol.Lookup(s.Protocol); err == nil {
+				dir := protocol.FromParent
+				if f.Dir == "out" {
+					dir = protocol.FromChild
+				}
+				info := p.Classify(dir, r.JSON)
+				f.Kind, f.Method, f.ID = string(info.Kind), info.Method, info.ID
+			}
+		}
+		other := "out"
+		if f.Dir == "out" {
+			other = "in"
+		}
+		switch {
+		case f.Kind == "request" && f.ID != "" && f.ID != "null":
+			k := f.Dir + f.ID
+			pending[k] = f
+			order = append(order, k)
+		case f.Kind == "response" && pending[other+f.ID] != nil:
+			req := pending[other+f.ID]
+			delete(pending, other+f.ID)
+			if f.Method == "" {
+				f.Method = req.Method
+			}
+			if err := w.Exchange(&Exchange{Request: req, Response: f}); err != nil {
+				return err
+			}
+		default:
+			if err := w.Exchange(&Exchange{Request: f, Notification: f.Kind != "request"}); err != nil {
+				return err
+			}
+		}
+		if len(order) > 4096 && len(order) > 4*len(pending) {
+			order = compact(order, pending)
+		}
+	}
+	if !begun {
+		if err := w.Begin(s); err != nil {
+			return err
+		}
+	}
+	for _, k := range order {
+		if req := pending[k]; req != nil {
+			delete(pending, k)
+			if err := w.Exchange(&Exchange{Request: req}); err != nil {
+				return err
+			}
+		}
+	}
+	return w.End()
+}
+
+func compact(order []string, pending map[string]*Frame) []string {
+	out := order[:0]
+	for _, k := range order {
+		if pending[k] != nil {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// errorOf returns the code and message of a JSON-RPC error response, ok
+// false for anything else.
+func errorOf(payload []byte) (code int64, msg string, ok bool) {
+	var r struct {
+		Error *struct {
+			Code    int64  `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+		Success *bool  `json:"success"` // opi, pi
+		ErrStr  string `json:"error_message"`
+	}
+	if json.Unmarshal(payload, &r) != nil {
+		return 0, "", false
+	}
+	if r.Error != nil {
+		return r.Error.Code, r.Error.Message, true
+	}
+	if r.Success != nil && !*r.Success {
+		return 0, "success:false", true
+	}
+	return 0, "", false
+}
+
+// at is the wall-clock time of a frame.
+func at(s Session, t int64) time.Time { return s.Created.Add(time.Duration(t)) }

@@ -1,0 +1,290 @@
+package export
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/rpctap/rpctap/protocol"
+)
+
+// jsonStream writes a JSON document whose one array grows entry by entry:
+// head, then entries separated by commas, then tail.
+type jsonStream struct {
+	w     *bufio.Writer
+	n     int
+	tail  string
+}
+
+func newJSONStream(w io.Writer) *jsonStream { return &jsonStream{w: bufio.NewWriterSize(w, 64<<10)} }
+
+func (j *jsonStream) entry(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if j.n > 0 {
+		j.w.WriteString(",\n")
+	}
+	j.n++
+	_, err = j.w.Write(b)
+	return err
+}
+
+func (j *jsonStream) end() error {
+	j.w.WriteString(j.tail)
+	return j.w.Flush()
+}
+
+// ---- HAR 1.2
+
+// HAR writes an HTTP Archive 1.2 (docs/export.md "HAR"): one entry per
+// exchange. A request is a POST to rpctap://PROTOCOL/METHOD with the frame
+// as its JSON body; its answer is the response body, status 200, or 500 for
+// an error answer; a request never answered has status 0; a notification
+// or event is an entry with status 204 and no response body. time and
+// timings.wait are the answer's latency in ms.
+type HAR struct {
+	s  Session
+	js *jsonStream
+}
+
+// NewHAR writes to w.
+func NewHAR(w io.Writer) *HAR { return &HAR{js: newJSONStream(w)} }
+
+func (h *HAR) Begin(s Session) error {
+	h.s = s
+	h.js.tail = "\n]}}\n"
+	_, err := fmt.Fprintf(h.js.w, `{"log":{"version":"1.2","creator":{"name":"rpctap","version":"1"},"comment":%s,"entries":[`+"\n", mustJSON("rpctap export of "+s.File+" ("+orRaw(s.Protocol)+")"))
+	return err
+}
+
+func (h *HAR) Exchange(x *Exchange) error {
+	req := x.Request
+	type nv struct {
+		Name  string `json:"name"`
+		Value string `json:"value"`
+	}
+	status, statusText, latency := 0, "no answer", -1.0
+	content := map[string]any{"size": 0, "mimeType": "application/json"}
+	if x.Notification {
+		status, statusText, latency = 204, req.Kind, 0
+	}
+	if x.Response != nil {
+		latency = float64(x.Response.T-req.T) / 1e6
+		status, statusText = 200, "OK"
+		if code, msg, ok := errorOf(x.Response.Payload); ok {
+			status, statusText = 500, fmt.Sprintf("%d %s", code, msg)
+		}
+		content = map[string]any{"size": len(x.Response.Payload), "mimeType": "application/json", "text": string(x.Response.Payload)}
+	}
+	wait := latency
+	if wait < 0 {
+		wait = -1
+	}
+	entry := map[string]any{
+		"startedDateTime": at(h.s, req.T).UTC().Format(time.RFC3339Nano),
+		"time":            max(latency, 0),
+		"request": map[string]any{
+			"method": "POST", "url": "rpctap://" + orRaw(h.s.Protocol) + "/" + req.Method, "httpVersion": "JSON-RPC",
+			"headers": []nv{{"X-Rpctap-Direction", req.Dir}, {"X-Rpctap-Kind", req.Kind}, {"X-Rpctap-Id", req.ID}, {"X-Rpctap-Record", strconv.FormatUint(req.Record, 10)}},
+			"cookies": []nv{}, "queryString": []nv{}, "headersSize": -1, "bodySize": len(req.Payload),
+			"postData": map[string]any{"mimeType": "application/json", "text": string(req.Payload)},
+		},
+		"response": map[string]any{
+			"status": status, "statusText": statusText, "httpVersion": "JSON-RPC",
+			"headers": []nv{}, "cookies": []nv{}, "content": content, "redirectURL": "", "headersSize": -1, "bodySize": content["size"],
+		},
+		"cache":   map[string]any{},
+		"timings": map[string]any{"send": 0, "wait": wait, "receive": 0},
+	}
+	return h.js.entry(entry)
+}
+
+func (h *HAR) End() error { return h.js.end() }
+
+// ---- Chrome / Perfetto trace
+
+// Trace writes Chrome trace event JSON, which Perfetto and chrome://tracing
+// open: one process for the session, one track (thread) per direction and
+// method, a complete event ("X") per request with its answer, an instant
+// ("i") per notification or event or unanswered request. Times in µs.
+type Trace struct {
+	js     *jsonStream
+	tracks map[string]int
+}
+
+// NewTrace writes to w.
+func NewTrace(w io.Writer) *Trace { return &Trace{js: newJSONStream(w), tracks: map[string]int{}} }
+
+func (t *Trace) Begin(s Session) error {
+	t.js.tail = "\n]}\n"
+	if _, err := io.WriteString(t.js.w, `{"displayTimeUnit":"ms","traceEvents":[`+"\n"); err != nil {
+		return err
+	}
+	return t.js.entry(map[string]any{"ph": "M", "pid": 1, "name": "process_name", "args": map[string]any{"name": "rpctap " + s.File + " (" + orRaw(s.Protocol) + ")"}})
+}
+
+func (t *Trace) track(dir, method string) (int, error) {
+	name := dir + " " + method
+	if id, ok := t.tracks[name]; ok {
+		return id, nil
+	}
+	id := len(t.tracks) + 1
+	t.tracks[name] = id
+	return id, t.js.entry(map[string]any{"ph": "M", "pid": 1, "tid": id, "name": "thread_name", "args": map[string]any{"name": name}})
+}
+
+func (t *Trace) Exchange(x *Exchange) error {
+	req := x.Request
+	tid, err := t.track(req.Dir, req.Method)
+	if err != nil {
+		return err
+	}
+	args := map[string]any{"record": req.Record, "kind": req.Kind}
+	if req.ID != "" {
+		args["id"] = req.ID
+	}
+	ev := map[string]any{"pid": 1, "tid": tid, "name": orRaw(req.Method), "cat": req.Kind, "ts": float64(req.T) / 1e3, "args": args}
+	switch {
+	case x.Response != nil:
+		ev["ph"], ev["dur"] = "X", float64(x.Response.T-req.T)/1e3
+		if code, msg, ok := errorOf(x.Response.Payload); ok {
+			args["error"] = fmt.Sprintf("%d %s", code, msg)
+		}
+	default:
+		ev["ph"], ev["s"] = "i", "t"
+		if !x.Notification {
+			args["answered"] = false
+		}
+	}
+	return t.js.entry(ev)
+}
+
+func (t *Trace) End() error { return t.js.end() }
+
+// ---- OpenTelemetry OTLP/JSON
+
+// OTLP writes one OTLP/JSON ExportTraceServiceRequest (docs/export.md
+// "OpenTelemetry"): a span per request, named "{method} {target}" as the
+// MCP semantic conventions name them, kind CLIENT (the sender's view), with
+// jsonrpc.request.id, rpc.method, mcp.method.name (MCP), gen_ai.tool.name,
+// gen_ai.operation.name, gen_ai.conversation.id (the ACP session),
+// error.type and network.transport=pipe; payloads only when asked.
+// Notifications are spans of zero length. All spans share one trace (the
+// session), its id derived from the protocol and the session's start.
+type OTLP struct {
+	s        Session
+	js       *jsonStream
+	payloads bool
+	trace    string
+}
+
+// NewOTLP writes to w; payloads adds rpctap.request.body and
+// rpctap.response.body.
+func NewOTLP(w io.Writer, payloads bool) *OTLP {
+	return &OTLP{js: newJSONStream(w), payloads: payloads}
+}
+
+func (o *OTLP) Begin(s Session) error {
+	o.s = s
+	sum := sha256.Sum256([]byte(s.Protocol + "\x00" + s.Created.UTC().Format(time.RFC3339Nano)))
+	o.trace = hex.EncodeToString(sum[:16])
+	o.js.tail = "\n]}]}]}\n"
+	res := []any{attr("service.name", "rpctap"), attr("rpctap.cassette", s.File), attr("rpctap.protocol", orRaw(s.Protocol))}
+	b, _ := json.Marshal(res)
+	_, err := fmt.Fprintf(o.js.w, `{"resourceSpans":[{"resource":{"attributes":%s},"scopeSpans":[{"scope":{"name":"rpctap","version":"1"},"spans":[`+"\n", b)
+	return err
+}
+
+func attr(k string, v any) map[string]any {
+	switch x := v.(type) {
+	case string:
+		return map[string]any{"key": k, "value": map[string]any{"stringValue": x}}
+	case int64:
+		return map[string]any{"key": k, "value": map[string]any{"intValue": strconv.FormatInt(x, 10)}}
+	}
+	return map[string]any{"key": k, "value": map[string]any{"stringValue": fmt.Sprint(v)}}
+}
+
+func (o *OTLP) Exchange(x *Exchange) error {
+	req := x.Request
+	facts := protocol.CallFactsOf(o.s.Protocol, req.Method, req.Payload)
+	name := orRaw(req.Method)
+	if facts.Target != "" {
+		name += " " + facts.Target
+	}
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d/%s", req.Record, req.Dir)
+	spanID := fmt.Sprintf("%016x", h.Sum64())
+	start := at(o.s, req.T).UnixNano()
+	end := start
+	attrs := []any{attr("rpc.method", req.Method), attr("network.transport", "pipe"), attr("rpctap.direction", req.Dir), attr("rpctap.record", int64(req.Record))}
+	if o.s.Protocol == "mcp" {
+		attrs = append(attrs, attr("mcp.method.name", req.Method))
+	}
+	if o.s.Protocol == "acp" || o.s.Protocol == "mcp" || o.s.Protocol == "jsonrpc" || o.s.Protocol == "lsp" {
+		attrs = append(attrs, attr("rpc.system", "jsonrpc"))
+	}
+	if req.ID != "" {
+		attrs = append(attrs, attr("jsonrpc.request.id", req.ID))
+	}
+	if facts.Tool != "" {
+		attrs = append(attrs, attr("gen_ai.tool.name", facts.Tool))
+	}
+	if facts.Operation != "" {
+		attrs = append(attrs, attr("gen_ai.operation.name", facts.Operation))
+	}
+	if facts.Conversation != "" {
+		attrs = append(attrs, attr("gen_ai.conversation.id", facts.Conversation))
+	}
+	status := map[string]any{}
+	kind := 3 // SPAN_KIND_CLIENT
+	if x.Notification {
+		kind = 1 // SPAN_KIND_INTERNAL
+	}
+	if x.Response != nil {
+		end = at(o.s, x.Response.T).UnixNano()
+		if code, msg, ok := errorOf(x.Response.Payload); ok {
+			attrs = append(attrs, attr("error.type", strconv.FormatInt(code, 10)))
+			if code != 0 {
+				attrs = append(attrs, attr("rpc.jsonrpc.error_code", code))
+			}
+			status = map[string]any{"code": 2, "message": msg} // STATUS_CODE_ERROR
+		}
+		if o.payloads {
+			attrs = append(attrs, attr("rpctap.response.body", string(x.Response.Payload)))
+		}
+	} else if !x.Notification {
+		attrs = append(attrs, attr("error.type", "unanswered"))
+		status = map[string]any{"code": 2, "message": "never answered"}
+	}
+	if o.payloads {
+		attrs = append(attrs, attr("rpctap.request.body", string(req.Payload)))
+	}
+	return o.js.entry(map[string]any{
+		"traceId": o.trace, "spanId": spanID, "name": name, "kind": kind,
+		"startTimeUnixNano": strconv.FormatInt(start, 10), "endTimeUnixNano": strconv.FormatInt(end, 10),
+		"attributes": attrs, "status": status,
+	})
+}
+
+func (o *OTLP) End() error { return o.js.end() }
+
+func orRaw(p string) string {
+	if p == "" {
+		return "raw"
+	}
+	return p
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
