@@ -17,9 +17,9 @@ import (
 // jsonStream writes a JSON document whose one array grows entry by entry:
 // head, then entries separated by commas, then tail.
 type jsonStream struct {
-	w     *bufio.Writer
-	n     int
-	tail  string
+	w    *bufio.Writer
+	n    int
+	tail string
 }
 
 func newJSONStream(w io.Writer) *jsonStream { return &jsonStream{w: bufio.NewWriterSize(w, 64<<10)} }
