@@ -30,6 +30,8 @@ import (
 //
 // Selectors (all must hold): method=M (method, type or command; a response
 // carries its request's), kind=request|response|notification|event,
+// dir=in|out (replay sends out as a fake child and in as verify's fake
+// parent, so a rule for the other direction never applies there),
 // frame=N (the Nth frame this side sends, from 1), times=K (at most K
 // times; default every match, or once with frame=). A rule file holds one
 // rule a line; blank lines and lines starting with # are skipped.
@@ -39,7 +41,8 @@ type Fault struct {
 	Field  string        // corrupt: a JSON pointer
 	Method string
 	Kind   string
-	Frame  int // 0: any
+	Dir    string // "in" or "out": the direction of the frames it applies to; "" any
+	Frame  int    // 0: any
 	Times  int // 0: every match
 	hits   int
 	rule   string
@@ -81,11 +84,16 @@ func ParseFault(rule string) (Fault, error) {
 	for _, w := range rest {
 		k, v, ok := strings.Cut(w, "=")
 		if !ok || v == "" {
-			return Fault{}, fmt.Errorf("fault %q: %q is not a selector (method=, kind=, frame=, times=)", rule, w)
+			return Fault{}, fmt.Errorf("fault %q: %q is not a selector (method=, kind=, dir=, frame=, times=)", rule, w)
 		}
 		switch k {
 		case "method":
 			f.Method = v
+		case "dir":
+			if v != "in" && v != "out" {
+				return Fault{}, fmt.Errorf("fault %q: dir must be in (parent -> child) or out (child -> parent)", rule)
+			}
+			f.Dir = v
 		case "kind":
 			switch v {
 			case kindRequest, kindResponse, kindNotification, kindEvent:
@@ -104,7 +112,7 @@ func ParseFault(rule string) (Fault, error) {
 				f.Times = n
 			}
 		default:
-			return Fault{}, fmt.Errorf("fault %q: unknown selector %q (method=, kind=, frame=, times=)", rule, k)
+			return Fault{}, fmt.Errorf("fault %q: unknown selector %q (method=, kind=, dir=, frame=, times=)", rule, k)
 		}
 	}
 	if f.Frame > 0 && f.Times == 0 {
@@ -154,6 +162,9 @@ func (e *engine) faultFor(st *estep, n int) *Fault {
 			continue
 		}
 		if (f.Method != "" && f.Method != st.frame.Method) || (f.Kind != "" && f.Kind != st.frame.Kind) || (f.Frame > 0 && f.Frame != n) {
+			continue
+		}
+		if f.Dir != "" && f.Dir != e.sendDir() {
 			continue
 		}
 		if f.Action == "corrupt" && !hasPointer(st.frame.Raw, f.Field) {
@@ -270,4 +281,13 @@ func setPointer(v any, ptr string, to any) bool {
 		}
 	}
 	return true
+}
+
+// sendDir is the direction of the frames this engine sends: a fake child
+// writes the child's stdout ("out"), a fake parent the child's stdin ("in").
+func (e *engine) sendDir() string {
+	if e.role == roleChild {
+		return "out"
+	}
+	return "in"
 }

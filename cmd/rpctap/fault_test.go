@@ -78,6 +78,10 @@ func TestReplayFaultsSeenByRealParents(t *testing.T) {
 			}},
 		{"delay: the answer comes late", "delay 1500ms method=initialize",
 			func(r result) bool { return r.code == 0 && r.took >= 1500*time.Millisecond }},
+		{"dir=out: the fake child's answers", "error method=session/new dir=out",
+			func(r result) bool { return r.code != 0 && strings.Contains(r.out, "rpctap fault injected") }},
+		{"dir=in: not what a fake child sends, so never applied", "error method=session/new dir=in",
+			func(r result) bool { return r.code == 0 && strings.Contains(r.out, "Agent completed") }},
 		{"split: one frame in two writes is still one frame", "split method=session/new",
 			func(r result) bool { return r.code == 0 && strings.Contains(r.out, "Agent completed") }},
 	}
@@ -121,6 +125,8 @@ func TestFaultFlags(t *testing.T) {
 		{[]string{"replay", "--fault", "drop frame=0", "x.cassette"}, "frame must be a positive number"},
 		{[]string{"replay", "--fault", "drop mthod=x", "x.cassette"}, `unknown selector "mthod"`},
 		{[]string{"replay", "--fault", "corrupt result", "x.cassette"}, "corrupt needs a JSON pointer"},
+		{[]string{"replay", "--fault", "drop dir=up", "x.cassette"}, "dir must be in (parent -> child) or out"},
+		{[]string{"record", "--fault", "drop dir=in", "-o", "x.cassette", "--", "true"}, "apply to the child's output only"},
 		{[]string{"replay", "--faults", bad, "x.cassette"}, bad + ":2: fault"},
 		{[]string{"verify", "--fault", "kill", "--fault", "drop kind=answer", "x.cassette", "--", "true"}, "kind must be"},
 	} {

@@ -41,6 +41,11 @@ func (o *recordOptions) checkFaults() error {
 	if len(faults) > 0 && o.Listen != "" {
 		return Usagef("record: --fault is for stdio recordings")
 	}
+	for _, f := range faults {
+		if f.Dir == "in" {
+			return Usagef("record: --fault %q: faults while recording apply to the child's output only (dir=out)", f.String())
+		}
+	}
 	o.faults = faults
 	return nil
 }
