@@ -43,7 +43,7 @@ type Fault struct {
 	Kind   string
 	Dir    string // "in" or "out": the direction of the frames it applies to; "" any
 	Frame  int    // 0: any
-	Times  int // 0: every match
+	Times  int    // 0: every match
 	hits   int
 	rule   string
 }
