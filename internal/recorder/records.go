@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/framing"
 	"github.com/rpctap/rpctap/internal/jsonscan"
 	"github.com/rpctap/rpctap/protocol"
 	"github.com/rpctap/rpctap/tap"
@@ -28,7 +29,11 @@ func (r *Recorder) conn(c int) *connState {
 	if cs == nil {
 		cs = &connState{}
 		for i := range cs.split {
-			cs.split[i].max = r.opts.MaxLine
+			mode := r.opts.Framing
+			if tap.Stream(i) == tap.Stderr {
+				mode = framing.Lines
+			}
+			cs.split[i].Reset(mode, r.opts.MaxLine)
 		}
 		r.conns[c] = cs
 	}
@@ -88,7 +93,7 @@ func (r *Recorder) fail(err error) {
 }
 
 // line writes one line (or part of a line) of a stream.
-func (r *Recorder) line(conn int, stream tap.Stream, t int64, payload []byte, eol string, part bool) {
+func (r *Recorder) line(conn int, stream tap.Stream, t int64, hdr, payload []byte, eol string, part bool) {
 	if stream == tap.Stderr {
 		r.newRecord(t, cassette.KindStderr, conn)
 		r.rec.D = cassette.DirErr
@@ -123,6 +128,9 @@ func (r *Recorder) line(conn int, stream tap.Stream, t int64, payload []byte, eo
 	r.newRecord(t, cassette.KindFrame, conn)
 	r.rec.D = dirOf(stream)
 	r.rec.EOL, r.rec.Part = eol, part
+	if hdr != nil {
+		r.rec.Hdr = string(hdr)
+	}
 	r.rec.Kind, r.rec.Method = string(info.Kind), info.Method
 	if info.ID != "" {
 		r.rec.ID = json.RawMessage(info.ID)
@@ -447,7 +455,9 @@ func (r *Recorder) event(it *item) {
 	switch e.Kind {
 	case cassette.EventStdinEOF:
 		sp := &cs.split[tap.Stdin]
-		sp.end(func(p []byte, eol string, part bool) { r.line(e.Conn, tap.Stdin, cs.lastT[tap.Stdin], p, eol, part) })
+		sp.End(func(h, p []byte, eol string, part bool) {
+			r.line(e.Conn, tap.Stdin, cs.lastT[tap.Stdin], h, p, eol, part)
+		})
 		// Told to the validator at the session's end (the protocol may not
 		// be known yet), with this event's record number (set by put).
 		defer func() {
@@ -581,7 +591,7 @@ func (r *Recorder) valFree(j valJob) {
 		}
 		return
 	}
-	if c := cap(j.frame); c > valBufMax && c <= keepLineBuf {
+	if c := cap(j.frame); c > valBufMax && c <= keepBigFrame {
 		// One large copy is kept for the next large frame (agent
 		// sessions send ~1 MiB frames again and again).
 		select {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/framing"
 	"github.com/rpctap/rpctap/internal/thread"
 	"github.com/rpctap/rpctap/tap"
 )
@@ -42,6 +43,8 @@ type SinkConfig struct {
 	Redact RedactOptions
 	// NoValidate records without validating (frames are still classified).
 	NoValidate bool
+	// Framing of stdin and stdout (framing.Auto decides per direction).
+	Framing framing.Mode
 	// Lossy: Observe never waits for the sink; chunks that do not fit into
 	// the pipe are dropped and recorded as gaps.
 	Lossy bool
@@ -75,6 +78,7 @@ type sinkConfigWire struct {
 	SchemaFile string          `json:"schema,omitempty"`
 	Redact     RedactOptions   `json:"redact"`
 	NoValidate bool            `json:"novalidate,omitempty"`
+	Framing    framing.Mode    `json:"framing,omitempty"`
 }
 
 // sinkStatus is one line on the status pipe.
@@ -221,7 +225,7 @@ func StartSink(ctx context.Context, cfg SinkConfig) (*PipeObserver, error) {
 	go o.sink.readStatus(statusR, o)
 
 	conf, _ := json.Marshal(sinkConfigWire{Path: path, Header: cfg.Header, Protocol: cfg.Protocol,
-		SchemaFile: cfg.SchemaFile, Redact: cfg.Redact, NoValidate: cfg.NoValidate})
+		SchemaFile: cfg.SchemaFile, Redact: cfg.Redact, NoValidate: cfg.NoValidate, Framing: cfg.Framing})
 	h := msgHeader{typ: msgConfig}
 	o.ctl.mu.Lock()
 	err = o.ctl.write(&h, conf, true)
@@ -407,6 +411,7 @@ func runSink(ctl io.ReadCloser, data [3]*os.File, statusF io.WriteCloser) (code 
 		Protocol:       cfg.Protocol,
 		HeaderProtocol: cfg.Protocol != "",
 		NoValidate:     cfg.NoValidate,
+		Framing:        cfg.Framing,
 		Redact:         cfg.Redact,
 		Warn:           func(msg string) { st.send(sinkStatus{Warn: msg}) },
 		// Nothing more can be recorded: exit, so that rpctap's next write
