@@ -14,7 +14,9 @@ type msg struct {
 	part         bool
 }
 
-func (m msg) String() string { return fmt.Sprintf("{%q %q %q part=%v}", m.hdr, m.payload, m.eol, m.part) }
+func (m msg) String() string {
+	return fmt.Sprintf("{%q %q %q part=%v}", m.hdr, m.payload, m.eol, m.part)
+}
 
 // splitAll feeds data to a splitter in the given chunk sizes (cycled) and
 // returns what it emitted, checking the invariants every caller relies on:
