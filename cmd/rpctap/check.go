@@ -306,6 +306,7 @@ type connCheck struct {
 	pending  []pendingFrame // frames held until detection is done
 	partial  map[cassette.Dir][]byte
 	partRec  map[cassette.Dir]uint64
+	partHdr  map[cassette.Dir]string // Content-Length header of a message held in parts
 	excerpts map[uint64]string
 	dirs     map[uint64]string
 }
@@ -314,6 +315,7 @@ type pendingFrame struct {
 	rec   uint64
 	dir   protocol.Dir
 	frame []byte
+	hdr   string // the message's Content-Length header block, "" for a line
 }
 
 // checkRecords judges the records of one cassette.
@@ -331,7 +333,7 @@ func checkRecords(name string, h cassette.Header, src recordSource, forced proto
 	getConn := func(n int) *connCheck {
 		c, ok := conns[n]
 		if !ok {
-			c = &connCheck{det: protocol.NewDetector(), partial: map[cassette.Dir][]byte{}, partRec: map[cassette.Dir]uint64{},
+			c = &connCheck{det: protocol.NewDetector(), partial: map[cassette.Dir][]byte{}, partRec: map[cassette.Dir]uint64{}, partHdr: map[cassette.Dir]string{},
 				excerpts: map[uint64]string{}, dirs: map[uint64]string{}}
 			if p, _ := chosen(); p != nil {
 				c.sess = protocol.NewSession(p)
@@ -353,6 +355,9 @@ func checkRecords(name string, h cassette.Header, src recordSource, forced proto
 		}
 	}
 	judge := func(c *connCheck, conn int, pf pendingFrame) {
+		if pf.hdr != "" {
+			c.sess.Framed(pf.dir, []byte(pf.hdr), true)
+		}
 		info, vs := c.sess.Frame(pf.rec, pf.dir, pf.frame)
 		report(c, conn, vs, pf.frame, pf.dir.String())
 		if info.Kind == protocol.Request && len(c.excerpts) < maxKeptExcerpts {
@@ -393,14 +398,15 @@ func checkRecords(name string, h cassette.Header, src recordSource, forced proto
 		if rec.Part {
 			if _, ok := c.partial[rec.D]; !ok {
 				c.partRec[rec.D] = rec.N
+				c.partHdr[rec.D] = rec.Hdr
 			}
 			c.partial[rec.D] = append(c.partial[rec.D], payload...)
 			return
 		}
-		n := rec.N
+		n, hdr := rec.N, rec.Hdr
 		if prev, ok := c.partial[rec.D]; ok {
 			payload = append(prev, payload...)
-			n = c.partRec[rec.D]
+			n, hdr = c.partRec[rec.D], c.partHdr[rec.D]
 			delete(c.partial, rec.D)
 		} else {
 			payload = append([]byte(nil), payload...)
@@ -410,7 +416,7 @@ func checkRecords(name string, h cassette.Header, src recordSource, forced proto
 		if rec.D == cassette.DirOut {
 			dir = protocol.FromChild
 		}
-		pf := pendingFrame{n, dir, payload}
+		pf := pendingFrame{n, dir, payload, hdr}
 		if c.sess != nil {
 			judge(c, conn, pf)
 			return

@@ -210,6 +210,7 @@ type item struct {
 type connState struct {
 	split   [3]framing.Splitter
 	lastT   [3]int64             // T of each stream's latest chunk
+	partHdr [3]string            // header block of a Content-Length message being recorded in parts
 	pending [2]map[string]string // per direction: request id -> method, awaiting a response from the other side
 }
 
@@ -229,6 +230,11 @@ type valJob struct {
 	// Session does not classify again.
 	info    protocol.Info
 	hasInfo bool
+	// hdr is the message's Content-Length header block ("" for a line);
+	// partial says frame is only the last part of a message recorded in
+	// parts (its length is then not checked against the header).
+	hdr     string
+	partial bool
 }
 
 type validationResult struct {

@@ -122,6 +122,15 @@ func (r *Recorder) line(conn int, stream tap.Stream, t int64, hdr, payload []byt
 	var info protocol.Info
 	validate, keep := false, false
 	r.rawInfoOK = false
+	// The header goes to the validator with the message's last record.
+	cs := r.conn(conn)
+	jobHdr, partial := string(hdr), false
+	if part && hdr != nil {
+		cs.partHdr[stream%3] = jobHdr
+	} else if !part && hdr == nil && cs.partHdr[stream%3] != "" {
+		jobHdr, partial = cs.partHdr[stream%3], true
+		cs.partHdr[stream%3] = ""
+	}
 	if !part {
 		info, validate, keep = r.judge(conn, t, dir, payload)
 	}
@@ -138,6 +147,12 @@ func (r *Recorder) line(conn int, stream tap.Stream, t int64, hdr, payload []byt
 	if out, changed := r.redactFrame(payload, verbatim); changed {
 		r.rec.SetPayload(out)
 		r.rec.Redacted = true
+		if hdr != nil && !part {
+			// The stored message stays self-consistent: its header
+			// counts the redacted body (the validator judged the
+			// original header and body).
+			r.rec.Hdr = string(framing.WithLength(hdr, len(out)))
+		}
 	} else {
 		r.rec.SetPayloadChecked(payload, verbatim)
 	}
@@ -153,7 +168,7 @@ func (r *Recorder) line(conn int, stream tap.Stream, t int64, hdr, payload []byt
 		// JSON, so it neither checks the syntax nor classifies again.
 		frame, buf := r.valCopy(payload)
 		j := valJob{conn: conn, n: r.rec.N, dir: dir, frame: frame, buf: buf, valid: verbatim,
-			info: r.rawInfo, hasInfo: verbatim && r.rawInfoOK}
+			info: r.rawInfo, hasInfo: verbatim && r.rawInfoOK, hdr: jobHdr, partial: partial}
 		if j.hasInfo {
 			// The index Verbatim made holds offsets, so it serves the copy
 			// as well: the validator need not index the frame again.
@@ -167,7 +182,8 @@ func (r *Recorder) line(conn int, stream tap.Stream, t int64, hdr, payload []byt
 		}
 		r.queueValidation(j)
 	case keep:
-		r.detFrames = append(r.detFrames, valJob{conn: conn, n: r.rec.N, dir: dir, frame: bytes.Clone(payload), valid: verbatim})
+		r.detFrames = append(r.detFrames, valJob{conn: conn, n: r.rec.N, dir: dir, frame: bytes.Clone(payload), valid: verbatim,
+			hdr: jobHdr, partial: partial})
 	}
 }
 
@@ -411,6 +427,9 @@ func (r *Recorder) validateOne(sessions map[int]*protocol.Session, j valJob) (v 
 	if s == nil {
 		s = protocol.NewSession(r.proto)
 		sessions[j.conn] = s
+	}
+	if j.hdr != "" {
+		s.Framed(j.dir, []byte(j.hdr), !j.partial)
 	}
 	switch {
 	case j.hasInfo && j.idx != nil:
