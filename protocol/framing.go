@@ -28,14 +28,14 @@ type Framer interface {
 // Framing codes. docs/protocols.md lists them with the sentences they
 // enforce.
 const (
-	CodeWrongFraming     = "session.wrong-framing"     // error: the side frames its messages other than the protocol says
-	CodeHeaderSyntax     = "framing.header-syntax"     // error: a header line that is not "Name: value" ended by \r\n
-	CodeHeaderType       = "framing.content-type"      // warning: a Content-Type other than the JSON-RPC one in UTF-8
-	CodeHeaderUnknown    = "framing.unknown-header"    // info: a header field the base protocol does not define
-	CodeShortBody        = "framing.short-body"        // error: the stream ended before Content-Length bytes of body
-	CodeLengthMismatch   = "framing.length-mismatch"   // error: the body holds the next message's header: Content-Length too large
-	CodeOutOfSync        = "framing.out-of-sync"       // error: bytes where a header was expected
-	CodeBodyNotUTF8      = "framing.not-utf8"          // error: a body that is not UTF-8
+	CodeWrongFraming     = "session.wrong-framing"   // error: the side frames its messages other than the protocol says
+	CodeHeaderSyntax     = "framing.header-syntax"   // error: a header line that is not "Name: value" ended by \r\n
+	CodeHeaderType       = "framing.content-type"    // warning: a Content-Type other than the JSON-RPC one in UTF-8
+	CodeHeaderUnknown    = "framing.unknown-header"  // info: a header field the base protocol does not define
+	CodeShortBody        = "framing.short-body"      // error: the stream ended before Content-Length bytes of body
+	CodeLengthMismatch   = "framing.length-mismatch" // error: the body holds the next message's header: Content-Length too large
+	CodeOutOfSync        = "framing.out-of-sync"     // error: bytes where a header was expected
+	CodeBodyNotUTF8      = "framing.not-utf8"        // error: a body that is not UTF-8
 	contentTypeDefault   = "application/vscode-jsonrpc"
 	framingHeaderExample = `"Content-Length: N\r\n\r\n"`
 )
