@@ -19,6 +19,13 @@ func (dapProto) Name() string          { return "dap" }
 func (dapProto) MaxFrame() int         { return 0 }
 func (dapProto) Framing() framing.Mode { return framing.ContentLength }
 
+// Wire: a request's id is its seq, a response names it in request_seq;
+// sequence numbers and process ids differ from run to run.
+func (dapProto) Wire() Wire {
+	return Wire{Style: StyleDAP, RequestID: "seq", ResponseID: "request_seq", Volatile: []string{
+		"/seq", "/body/processId", "/body/systemProcessId"}}
+}
+
 // dapFields are the members of a DAP message that matter.
 type dapFields struct {
 	object                    bool

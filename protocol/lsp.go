@@ -20,6 +20,17 @@ func (lspProto) MaxFrame() int                     { return 0 }
 func (lspProto) Framing() framing.Mode             { return framing.ContentLength }
 func (lspProto) Classify(_ Dir, frame []byte) Info { return classifyRPC(frame) }
 
+// Wire: the client's pid and version, the workspace's paths, progress
+// tokens (any value the sender picks), log and message text (gopls stamps
+// each line with the time) and the server's build string differ from run to
+// run.
+func (lspProto) Wire() Wire {
+	return Wire{Style: StyleJSONRPC, RequestID: "id", ResponseID: "id", Volatile: []string{
+		"/params/processId", "/params/clientInfo/version", "/params/rootUri", "/params/rootPath", "/params/workspaceFolders",
+		"/params/token", "/params/workDoneToken", "/params/partialResultToken", "/params/message",
+		"/result/serverInfo/version"}}
+}
+
 // Handshake: "The initialize request is sent as the first request from the
 // client to the server."
 func (lspProto) HandshakeDir() Dir { return FromParent }

@@ -150,6 +150,12 @@ var opiThinkingLevels = []string{"off", "low", "medium", "high"}
 func (opiProto) Name() string  { return "opi" }
 func (opiProto) MaxFrame() int { return 0 }
 
+func (opiProto) Wire() Wire { return opiWire }
+
+// opiWire is shared by opi and pi (pi's RPC mode is opi's ancestor).
+var opiWire = Wire{Style: StyleOPI, RequestID: "id", ResponseID: "id", Volatile: []string{
+	"/**/sessionId", "/**/session_id", "/**/timestamp", "/**/timestamp_ms", "/data/sessionFile"}}
+
 func (opiProto) Classify(dir Dir, frame []byte) Info {
 	t, ok := evScanTop(frame)
 	if !ok || t.typ == "" {

@@ -134,6 +134,8 @@ var piTable = evTable{
 func (piProto) Name() string  { return "pi" }
 func (piProto) MaxFrame() int { return 0 }
 
+func (piProto) Wire() Wire { return opiWire }
+
 func (piProto) Classify(dir Dir, frame []byte) Info {
 	t, ok := evScanTop(frame)
 	if !ok || t.typ == "" {

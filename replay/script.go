@@ -112,6 +112,7 @@ type step struct {
 	kind  stepKind
 	frame *Frame // stepFrame (and stepStderr: Raw holds the line)
 	eol   string // the line ending recorded after the payload
+	hdr   []byte // the Content-Length header block recorded before it (nil: a line)
 	t     int64  // ns since start
 	prevT int64  // t of the step before it in the sequence (its own t for the first)
 	// pair links a response to the request it answers (nil when none).
@@ -132,8 +133,8 @@ type Exit struct {
 // compatible: a sniffed protocol may be refined by --protocol within the
 // same family (a JSON-RPC cassette can be replayed as acp or mcp).
 func compatible(asked, sniffed string) bool {
-	return dialectFor(asked).family == dialectFor(sniffed).family && dialectFor(asked).family != famGeneric ||
-		sniffed == "raw"
+	a, s := dialectFor(asked).w.Style, dialectFor(sniffed).w.Style
+	return a == s && a != protocol.StyleWhole || sniffed == "raw"
 }
 
 // isJSONPayload: a payload recorded as JSON (the recorder checked it) that

@@ -462,7 +462,11 @@ func (sp *stepper) add(rec *cassette.Record) {
 			return
 		}
 		f := &Frame{Record: rec.N, Dir: rec.D, Raw: payloadOf(rec), json: rec.JSON != nil}
-		sp.push(step{kind: stepFrame, frame: f, eol: rec.EOL, t: rec.T, parts: rec.Part})
+		var hdr []byte
+		if rec.Hdr != "" {
+			hdr = []byte(rec.Hdr)
+		}
+		sp.push(step{kind: stepFrame, frame: f, eol: rec.EOL, hdr: hdr, t: rec.T, parts: rec.Part})
 		if rec.Part {
 			sp.partial[rec.D] = sp.queue[len(sp.queue)-1]
 		}
