@@ -327,3 +327,20 @@ func BenchmarkContentLength(b *testing.B) {
 		s.End(emit)
 	}
 }
+
+// TestContentLengthEveryOffset: a stream split in two at every offset gives
+// the same messages as the stream fed whole.
+func TestContentLengthEveryOffset(t *testing.T) {
+	in := []byte(lsp(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`) +
+		"Content-Length: 12\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n" + `{"é":"ü"}  ` +
+		"junk\r\n" + lsp("{}"))
+	whole, _ := splitAll(t, ContentLength, in, nil, MaxMessage)
+	for cut := 0; cut <= len(in); cut++ {
+		for _, mode := range []Mode{Auto, ContentLength} {
+			got, _ := splitAll(t, mode, in, []int{cut, len(in)}, MaxMessage)
+			if fmt.Sprint(got) != fmt.Sprint(whole) {
+				t.Fatalf("mode %v, cut at %d:\ngot  %v\nwant %v", mode, cut, got, whole)
+			}
+		}
+	}
+}
