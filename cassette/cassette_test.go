@@ -121,6 +121,9 @@ func TestRecordJSONForms(t *testing.T) {
 		{N: 5, T: 9, K: KindEvent, Ev: EventGap, D: DirOut, Bytes: 1 << 40, Conn: 2},
 		{N: 6, T: 10, K: KindEnd, Records: 6},
 	}
+	cl := NewLineRecord(KindFrame, DirOut, []byte(`{"id":1}`), "")
+	cl.N, cl.T, cl.Hdr = 7, 11, "Content-Length: 8\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n"
+	recs = append(recs, cl)
 	for _, r := range recs {
 		enc, err := json.Marshal(r)
 		if err != nil {
@@ -132,6 +135,9 @@ func TestRecordJSONForms(t *testing.T) {
 		}
 		if again := got.AppendJSON(nil); !bytes.Equal(again, enc) {
 			t.Errorf("round trip differs:\n%s\n%s", enc, again)
+		}
+		if r.Hdr != "" && string(got.Line()) != r.Hdr+`{"id":1}` {
+			t.Errorf("a Content-Length record's line is %q, want header and body", got.Line())
 		}
 	}
 	h := recs[0].AppendJSON(nil)

@@ -178,6 +178,13 @@ func TestDAPScripted(t *testing.T) {
 	if v.code != 0 {
 		t.Errorf("verify: exit %d\n%s%s", v.code, v.stdout, v.stderr)
 	}
+	// Two recordings of the same session diff clean (sequence numbers
+	// and process ids are DAP's volatile fields); a changed answer does not.
+	cas2 := filepath.Join(dir, "dap2.cassette")
+	testpeers.Record(t, rp, dir, cas2, "", 60*time.Second, []string{peer, "dap-parent"}, peer, "dap-child")
+	if d := run(t, dir, "", rp, "diff", cas, cas2); d.code != 0 {
+		t.Errorf("diff of two recordings of one DAP session: exit %d\n%s%s", d.code, d.stdout, d.stderr)
+	}
 	// A broken adapter is caught: verify against one whose output is cut
 	// off after 300 bytes.
 	bad := run(t, dir, "", rp, "verify", "--timeout", "500ms", cas, "--", "sh", "-c", `exec "$0" dap-child | head -c 300`, peer)
