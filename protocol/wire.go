@@ -70,6 +70,14 @@ func WireOf(name string) Wire {
 	return Wire{}
 }
 
+// RecordedKinds reports whether the kind, method and id the recorder stores
+// for a frame (the protocol's Classify) are this wire's own, so a stand-in
+// may use them instead of classifying again: true for the JSON-RPC and DAP
+// styles. The event-style protocols' replay classification differs from
+// their session rules' on purpose (a synaps error with an id answers its
+// command; a brainwires handshake is matched whole).
+func (w Wire) RecordedKinds() bool { return w.Style == StyleJSONRPC || w.Style == StyleDAP }
+
 // Keyed reports whether responses are tied to requests by an id member.
 func (w Wire) Keyed() bool { return w.Style != StyleWhole && w.ResponseID != "" }
 

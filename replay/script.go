@@ -120,6 +120,7 @@ type step struct {
 	exit *Exit  // stepExit
 	sig  string // stepSignal: "SIGINT", ...
 
+	stored bool // kind, method and id came from the record (see protocol.Wire.RecordedKinds)
 	parts  bool // a line still being joined from part records
 	joined bool // assembled from parts (JSON-ness unknown until complete)
 }

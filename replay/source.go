@@ -462,6 +462,23 @@ func (sp *stepper) add(rec *cassette.Record) {
 			return
 		}
 		f := &Frame{Record: rec.N, Dir: rec.D, Raw: payloadOf(rec), json: rec.JSON != nil}
+		if !rec.Part && rec.Kind != "" && sp.d.w.RecordedKinds() {
+			// The recorder classified this frame with the same rules:
+			// keep its answer (finalize then does not scan the frame).
+			f.Kind, f.Method, f.ID = kindName(protocol.Kind(rec.Kind)), rec.Method, string(rec.ID)
+			if f.Kind == kindResponse || f.ID == "null" {
+				f.Method = "" // filled in from the request it answers
+			}
+			if f.ID == "null" {
+				f.ID = ""
+			}
+			st := step{kind: stepFrame, frame: f, eol: rec.EOL, t: rec.T, stored: true}
+			if rec.Hdr != "" {
+				st.hdr = []byte(rec.Hdr)
+			}
+			sp.push(st)
+			return
+		}
 		var hdr []byte
 		if rec.Hdr != "" {
 			hdr = []byte(rec.Hdr)
@@ -513,7 +530,9 @@ func (sp *stepper) finalize(st *estep) {
 	}
 	f.json = isJSONPayload(f.Raw, recorded)
 	st.parts, st.joined = false, false
-	sp.d.classify(f, f.Dir == dirIn)
+	if !st.stored || !f.json {
+		sp.d.classify(f, f.Dir == dirIn)
+	}
 	if !sp.d.idKeyed() || f.ID == "" {
 		return
 	}
