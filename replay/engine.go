@@ -424,7 +424,7 @@ func (lr *lineReader) run() {
 func (e *engine) run(ctx context.Context, in io.Reader) (*Result, error) {
 	e.start = time.Now()
 	e.lastProgress = e.start
-	e.pf = startPrefetch(e.sp)
+	e.pf = startPrefetch(e.sp, e.o.prefetchNice)
 	lines := make(chan liveLine, readQueue)
 	done := make(chan struct{})
 	lr := &lineReader{r: in, lines: lines, done: done}

@@ -581,31 +581,31 @@ type prefetcher struct {
 	peak    int  // most frame bytes q held (tests)
 	ended   bool // the goroutine is done with the stepper
 	stopped bool // the engine wants no more steps
+	nice    int  // niceness of the goroutine's thread (0: as it is)
 }
 
 const (
 	prefetchSteps = 1024
 	prefetchBytes = 1 << 20
 	prefetchTake  = 32
-	prefetchNice  = 19
 )
 
-func startPrefetch(sp *stepper) *prefetcher {
-	pf := &prefetcher{sp: sp}
+func startPrefetch(sp *stepper, nice int) *prefetcher {
+	pf := &prefetcher{sp: sp, nice: nice}
 	pf.cond = sync.NewCond(&pf.mu)
 	go pf.run()
 	return pf
 }
 
 func (pf *prefetcher) run() {
-	// Decoding a data frame of the cassette takes a millisecond or two of
-	// CPU at a time. At a low priority it runs when the replay and its
-	// parent leave a core idle, instead of taking turns with them (on 2
-	// cores that made the reply p99.9 1.6 ms). The thread ends with the
-	// goroutine (no UnlockOSThread): a niced thread must not be reused.
-	// Best effort: where the system refuses, it runs at normal priority.
-	runtime.LockOSThread()
-	_ = thread.Nice(prefetchNice)
+	// At the niceness the caller asked (WithPrefetchNice), on a thread of
+	// its own that ends with the goroutine (no UnlockOSThread): a niced
+	// thread must not be reused. Best effort: where the system refuses, it
+	// runs at normal priority.
+	if pf.nice != 0 {
+		runtime.LockOSThread()
+		_ = thread.Nice(pf.nice)
+	}
 	defer func() {
 		pf.mu.Lock()
 		pf.ended = true

@@ -189,6 +189,7 @@ func runRecord(o *recordOptions, args []string, stdio Stdio) error {
 	}
 	obs := startRecorder(o, h, filepath.Base(args[0]), start, stdio)
 
+	tuneForwarding()
 	c := tap.Command(args[0], args[1:]...)
 	c.Grace = o.Grace
 	c.Stderr = os.Stderr
@@ -272,6 +273,7 @@ func startRecorder(o *recordOptions, h cassette.Header, base string, start time.
 		SchemaFile: o.Schema,
 		Redact:     recorder.RedactOptions{Off: o.NoRedact, Keys: o.Redact, Portable: o.portableRun},
 		Lossy:      o.Lossy,
+		Nice:       sinkNice,
 		Framing:    o.framing,
 		Warn:       warn,
 		Command:    []string{selfPath(), "__sink"},
