@@ -34,31 +34,14 @@ type dapFields struct {
 	arguments, message        []byte
 }
 
+// dapMembers are the members scanDAP picks, in dapFields' order.
+var dapMembers = []string{"seq", "type", "command", "event", "request_seq", "success", "body", "arguments", "message"}
+
 func scanDAP(frame []byte) dapFields {
-	var f dapFields
-	f.object = forEachMember(frame, func(k, v []byte) bool {
-		switch string(k) {
-		case "seq":
-			f.seq = v
-		case "type":
-			f.typ = v
-		case "command":
-			f.command = v
-		case "event":
-			f.event = v
-		case "request_seq":
-			f.requestSeq = v
-		case "success":
-			f.success = v
-		case "body":
-			f.body = v
-		case "arguments":
-			f.arguments = v
-		case "message":
-			f.message = v
-		}
-		return true
-	})
+	var v [9][]byte
+	f := dapFields{object: pickMembers(frame, dapMembers, v[:])}
+	f.seq, f.typ, f.command, f.event, f.requestSeq = v[0], v[1], v[2], v[3], v[4]
+	f.success, f.body, f.arguments, f.message = v[5], v[6], v[7], v[8]
 	return f
 }
 
