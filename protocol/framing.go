@@ -49,6 +49,9 @@ type framingState struct {
 	hdrSet  [2]bool
 	whole   [2]bool
 	badPrev [2]bool // the side's previous message was not valid JSON
+	// cut holds the child's messages cut short by the end of the stream,
+	// judged at the session's end (see cutFindings).
+	cut []Violation
 }
 
 func newFramingState(p Protocol) framingState {
@@ -72,7 +75,7 @@ func (s *Session) Framed(dir Dir, hdr []byte, whole bool) {
 // framingChecks judges how a message came: it returns the violations and
 // skip=true when the bytes were no message at all (out of sync), so that the
 // frame checks do not report the same bytes again as "not JSON".
-func (s *sessionState) framingChecks(dir Dir, frame []byte) (vs []Violation, skip bool) {
+func (s *sessionState) framingChecks(rec uint64, dir Dir, frame []byte) (vs []Violation, skip bool) {
 	fs := &s.fr
 	hdr, whole := fs.hdr[dir], fs.whole[dir]
 	if !fs.hdrSet[dir] {
@@ -135,8 +138,14 @@ func (s *sessionState) framingChecks(dir Dir, frame []byte) (vs []Violation, ski
 	}
 	n, _ := framing.ContentLengthOf(hdr)
 	if whole && int64(len(frame)) < n {
-		add(CodeShortBody, SevError, "Content-Length says %d bytes, but the stream ended after %d bytes of body", n, len(frame))
+		msg := fmt.Sprintf("Content-Length says %d bytes, but the stream ended after %d bytes of body", n, len(frame))
 		fs.badPrev[dir] = false
+		if dir == FromChild {
+			// Whether anyone could read it is known at the end.
+			fs.cut = append(fs.cut, Violation{Code: CodeShortBody, Severity: SevError, Record: rec, Message: msg})
+			return vs, true
+		}
+		add(CodeShortBody, SevError, "%s", msg)
 		return vs, true
 	}
 	valid := json.Valid(frame)
@@ -197,4 +206,20 @@ func wrongFramingMessage(proto string, dir Dir, got framing.Mode) string {
 	// content part"; "Content-Length ... This header is required."
 	return fmt.Sprintf("%s messages start with a header part (%s, then the JSON body), but the %s writes bare JSON lines, which the other side cannot read; fix: prefix each message with its Content-Length header (the newline-delimited transport is for MCP, not %s)",
 		proto, framingHeaderExample, side, proto)
+}
+
+// cutFindings judges the child's messages cut short by the end of its
+// stream: an error, unless the parent had closed the child's stdin before
+// (the session was over: LSP's exit, MCP's close of the input stream),
+// when the cut is the server dying mid-write on its way out (gopls's last
+// log line races its exit) and nobody reads it: info.
+func (s *sessionState) cutFindings() []Violation {
+	out := s.fr.cut
+	for i := range out {
+		if s.closedAt != 0 && out[i].Record > s.closedAt {
+			out[i].Severity = SevInfo
+			out[i].Message += fmt.Sprintf(" (after the parent closed the child's stdin at record %d: nobody reads it)", s.closedAt)
+		}
+	}
+	return out
 }

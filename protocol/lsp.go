@@ -28,7 +28,10 @@ func (lspProto) Wire() Wire {
 	return Wire{Style: StyleJSONRPC, RequestID: "id", ResponseID: "id", Volatile: []string{
 		"/params/processId", "/params/clientInfo/version", "/params/rootUri", "/params/rootPath", "/params/workspaceFolders",
 		"/params/token", "/params/workDoneToken", "/params/partialResultToken", "/params/message",
-		"/result/serverInfo/version"}}
+		"/result/serverInfo/version"},
+		// gopls logs and reports progress as its goroutines run: how many
+		// such lines a run writes, and where, differs between runs.
+		Chatter: []string{"window/logMessage", "window/showMessage", "telemetry/event", "$/progress", "$/logTrace"}}
 }
 
 // Handshake: "The initialize request is sent as the first request from the

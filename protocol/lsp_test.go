@@ -132,3 +132,40 @@ func TestFramingRules(t *testing.T) {
 		})
 	}
 }
+
+// TestShortBodyOnTheWayOut: a server message cut short by the end of its
+// stream is an error, unless the parent had closed the server's stdin
+// before it (the session was over; gopls's last log line races its exit),
+// when it is info.
+func TestShortBodyOnTheWayOut(t *testing.T) {
+	lsp, _ := Lookup("lsp")
+	init := []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"processId":1,"capabilities":{}}}`)
+	res := []byte(`{"jsonrpc":"2.0","id":1,"result":{"capabilities":{}}}`)
+	for _, closed := range []bool{false, true} {
+		s := NewSession(lsp)
+		s.Framed(FromParent, hdr(len(init)), true)
+		s.Frame(1, FromParent, init)
+		s.Framed(FromChild, hdr(len(res)), true)
+		s.Frame(2, FromChild, res)
+		if closed {
+			s.ParentClosed(3)
+		}
+		s.Framed(FromChild, []byte("Content-Length: 139\r\n\r\n"), true)
+		if _, vs := s.Frame(4, FromChild, nil); len(vs) != 0 {
+			t.Errorf("closed=%v: judged before the end: %v", closed, vs)
+		}
+		var got *Violation
+		for _, v := range s.End() {
+			if v.Code == CodeShortBody {
+				got = &v
+			}
+		}
+		want := SevError
+		if closed {
+			want = SevInfo
+		}
+		if got == nil || got.Severity != want || got.Record != 4 {
+			t.Errorf("closed=%v: short body finding %+v, want %s at record 4", closed, got, want)
+		}
+	}
+}

@@ -18,7 +18,8 @@ func (mcpProto) MaxFrame() int { return 0 }
 // run to run.
 func (mcpProto) Wire() Wire {
 	return Wire{Style: StyleJSONRPC, RequestID: "id", ResponseID: "id", Volatile: []string{
-		"/params/_meta", "/result/_meta", "/params/progressToken", "/params/processId", "/params/clientInfo/version"}}
+		"/params/_meta", "/result/_meta", "/params/progressToken", "/params/processId", "/params/clientInfo/version"},
+		Chatter: []string{"notifications/message", "notifications/progress"}}
 }
 
 func (mcpProto) Classify(_ Dir, frame []byte) Info { return classifyRPC(frame) }

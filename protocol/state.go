@@ -222,7 +222,7 @@ func (s *sessionState) frame(rec uint64, dir Dir, frame []byte, validJSON bool, 
 	}
 	s.frames[dir]++
 	s.lastRecord = rec
-	if fvs, skip := s.framingChecks(dir, frame); fvs != nil || skip {
+	if fvs, skip := s.framingChecks(rec, dir, frame); fvs != nil || skip {
 		vs = append(vs, fvs...)
 		if skip {
 			return Info{Kind: Invalid}, s.finish(rec, vs)
@@ -390,7 +390,7 @@ func (s *sessionState) finish(rec uint64, vs []Violation) []Violation {
 }
 
 func (s *sessionState) end() []Violation {
-	var vs []Violation
+	vs := s.cutFindings()
 	if s.life != nil {
 		vs = append(vs, s.life.End()...)
 	}

@@ -49,6 +49,24 @@ type Wire struct {
 	// differ from run to run: session ids, paths, pids, timestamps); the
 	// syntax is replay's Ignore ("/params/**/timestamp").
 	Volatile []string
+	// Chatter lists the notifications (or events) whose number and order
+	// depend on timing, not on behaviour: log lines, progress reports.
+	// A stand-in matches them when they come but neither waits for them
+	// nor holds a missing or an extra one against the live side.
+	Chatter []string
+}
+
+// IsChatter reports whether a frame of kind and method is chatter.
+func (w Wire) IsChatter(kind Kind, method string) bool {
+	if kind != Notification && kind != Event {
+		return false
+	}
+	for _, m := range w.Chatter {
+		if m == method {
+			return true
+		}
+	}
+	return false
 }
 
 // WireDescriber is implemented by protocols with a Wire; the others are

@@ -49,6 +49,14 @@ func kindName(k protocol.Kind) string {
 	return string(k)
 }
 
+// chatter reports whether f is a notification the protocol marks as chatter
+// (protocol.Wire.Chatter): matched when it comes, never waited for, never
+// missed.
+func (d dialect) chatter(f *Frame) bool {
+	k := protocol.Kind(f.Kind)
+	return d.w.IsChatter(k, f.Method)
+}
+
 // idKeyed reports whether responses of this dialect are tied to requests by
 // an id member (the engine maps live and recorded ids).
 func (d dialect) idKeyed() bool { return d.w.Keyed() }

@@ -33,8 +33,11 @@ type estep struct {
 	noted  bool // counted by finish
 	liveT  time.Time
 	liveID string // theirs requests: the id the live side used
-	norm   any
-	idx    int // position in the causal sequence
+	// optional: theirs chatter (a log line, a progress report): matched
+	// if it comes, never waited for, not missed if it does not.
+	optional bool
+	norm     any
+	idx      int // position in the causal sequence
 }
 
 // liveLine is one message from the live side: a line, or the body of a
@@ -235,6 +238,7 @@ func (e *engine) pull() *estep {
 		fromParent := st.frame.Dir == dirIn
 		st.mine = fromParent == (r == roleParent)
 		st.theirs = !st.mine
+		st.optional = st.theirs && e.d.chatter(st.frame)
 		if st.theirs && len(e.known) < maxKnown {
 			e.known[st.frame.Method] = true
 		}
@@ -499,7 +503,7 @@ func (e *engine) liveName() string {
 func (e *engine) blocker(i int) int {
 	for e.open < i && e.open < e.end() {
 		st := e.at(e.open)
-		if st.theirs && !st.done && !st.waived {
+		if st.theirs && !st.done && !st.waived && !st.optional {
 			return e.open
 		}
 		e.open++
@@ -518,7 +522,7 @@ func (e *engine) advance(now time.Time) (time.Duration, bool) {
 		// it would hold every step in between.
 		for e.load(e.next, false) {
 			st := e.at(e.next)
-			if st.mine || (e.role == roleChild && st.theirs && !st.done && !st.waived) {
+			if st.mine || (e.role == roleChild && st.theirs && !st.done && !st.waived && !st.optional) {
 				break
 			}
 			e.next++
@@ -787,6 +791,12 @@ func (e *engine) onLine(l liveLine) {
 			return
 		}
 	}
+	if e.d.chatter(f) {
+		// Chatter that matches no recorded frame: one more log line or
+		// progress report than the recording had. Not a difference.
+		e.res.Chatter++
+		return
+	}
 	// No match. Find the nearest candidate: same call first, fewest
 	// differences, earliest; look beyond the window (as far as the
 	// look-ahead bounds let the replay read) for a report.
@@ -965,7 +975,7 @@ func (e *engine) finish() {
 	e.o.report = nil // one summary instead of a line each
 	var first []*Frame
 	note := func(st *estep) {
-		if !st.theirs || (st.kind != stepFrame && st.kind != stepSignal) || st.done || st.noted {
+		if !st.theirs || (st.kind != stepFrame && st.kind != stepSignal) || st.done || st.noted || st.optional {
 			return
 		}
 		st.noted = true

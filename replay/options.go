@@ -179,7 +179,11 @@ type Result struct {
 	// early); they count as divergences too.
 	Unlisted int
 	Matched  int // live frames matched to recorded ones
-	Sent     int // recorded frames sent to the live side
+	// Chatter counts live notifications the protocol marks as chatter
+	// (protocol.Wire.Chatter: log lines, progress) that matched no
+	// recorded frame; they are not divergences.
+	Chatter int
+	Sent    int // recorded frames sent to the live side
 	// Faults lists the faults injected (WithFaults), one line each.
 	Faults []string
 }
