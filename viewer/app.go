@@ -124,6 +124,7 @@ func (a *App) build() {
 	a.table = tview.NewTable().SetContent(a.content).SetFixed(1, 0).SetSelectable(true, false).SetSeparator(' ')
 	a.table.SetSelectedStyle(tcell.StyleDefault.Background(selectedBG).Foreground(tcell.ColorWhite))
 	a.table.SetSelectionChangedFunc(a.onSelectionChanged)
+	a.content.width = func() int { _, _, w, _ := a.table.GetInnerRect(); return w }
 
 	a.detail = tview.NewTextView().SetDynamicColors(true).SetWrap(true).SetScrollable(true)
 	a.detail.SetBorder(true).SetTitle(" detail ").SetTitleAlign(tview.AlignLeft)

@@ -2,8 +2,10 @@ package viewer
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -341,5 +343,34 @@ func TestWriteFrameToFile(t *testing.T) {
 	cells := h.app.content.rowCells(3) // #3 is a stderr line
 	if len(cells) == 0 || !cells[0].Dim {
 		t.Errorf("d did not dim the stderr row: %+v", cells)
+	}
+}
+
+// TestNarrowAndResize: on an 80-column terminal the list keeps LATENCY and
+// the violation mark in view (SUMMARY, the last column, is cut), and a
+// terminal made smaller keeps the selected row on screen.
+func TestNarrowAndResize(t *testing.T) {
+	h := newHarness(t, NewMemSource(acpSession()...), Options{})
+	h.scr.SetSize(80, 32)
+	scr := h.screen()
+	header := strings.Split(scr, "\n")[1]
+	for _, col := range []string{"METHOD/TYPE", "LATENCY", "!"} {
+		if !strings.Contains(header, col) {
+			t.Errorf("an 80-column list lost %s:\n%s", col, header)
+		}
+	}
+	if !strings.Contains(scr, "390ms") {
+		t.Errorf("the prompt's latency is not shown at 80 columns:\n%s", scr)
+	}
+	// Select the last row, then shrink the terminal to 12 lines.
+	h.keys("G")
+	last := h.selected()
+	h.scr.SetSize(80, 12)
+	scr = h.screen()
+	if h.selected() != last {
+		t.Errorf("resizing changed the selection from #%d to #%d", last, h.selected())
+	}
+	if !regexp.MustCompile(fmt.Sprintf(`(?m)^▶\s*%d `, last)).MatchString(scr) {
+		t.Errorf("the selected row #%d is off screen after a resize:\n%s", last, scr)
 	}
 }
