@@ -45,7 +45,7 @@ func TestIsChunk(t *testing.T) {
 		`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call"}}}`:           false,
 		`{"type":"message_update"}`: true,
 		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}`: true,
-		`{"jsonrpc":"2.0","id":1,"result":{}}`:                                         false,
+		`{"jsonrpc":"2.0","id":1,"result":{}}`:                                        false,
 	} {
 		if got := IsChunk("", []byte(frame)); got != want {
 			t.Errorf("IsChunk(%s) = %v", frame, got)
