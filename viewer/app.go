@@ -139,6 +139,7 @@ func (a *App) build() {
 	a.status = tview.NewTextView().SetDynamicColors(true).SetWrap(false)
 	a.input = tview.NewInputField().SetFieldBackgroundColor(tcell.ColorBlack)
 	a.input.SetDoneFunc(a.onInputDone)
+	a.input.SetChangedFunc(a.onInputChanged)
 	a.bottom = tview.NewPages().AddPage("status", a.status, true, true).AddPage("input", a.input, true, false)
 
 	layout := tview.NewFlex().SetDirection(tview.FlexRow).
@@ -307,6 +308,12 @@ func (a *App) analysisProgress() {
 func (a *App) kickFill(v *View) {
 	gen := a.fillGen.Add(1)
 	a.spawn(func() {
+		if v.Filter().NeedsAnalysis() && !v.Filter().ViolationsOnly {
+			// Latencies and violations are the analysis's: let it catch
+			// up with the records first.
+			for a.fillGen.Load() == gen && !a.Done() && !a.store.Scan(1<<15) {
+			}
+		}
 		last := time.Now()
 		for a.fillGen.Load() == gen && !a.Done() {
 			done := a.store.Fill(v, 1<<15)
@@ -586,6 +593,26 @@ func (a *App) closeInput() {
 	a.restoreFocus()
 }
 
+// onInputChanged filters as the user types: each text that parses becomes
+// the view at once; one that does not shows why in the status line and
+// leaves the last good filter in place.
+func (a *App) onInputChanged(text string) {
+	if a.inputKind != "filter" {
+		return
+	}
+	f, err := ParseFilter(text)
+	if err != nil {
+		// The status line is hidden while typing: say it in the label.
+		a.input.SetLabel("filter (" + tview.Escape(err.Error()) + "): ")
+		return
+	}
+	a.input.SetLabel("filter: ")
+	if f.Expr == a.view.Filter().Expr {
+		return
+	}
+	a.setView(NewView(f), a.selectedPos())
+}
+
 func (a *App) onInputDone(key tcell.Key) {
 	kind, text := a.inputKind, strings.TrimSpace(a.input.GetText())
 	a.closeInput()
@@ -630,11 +657,24 @@ func (a *App) runSearch(back bool) {
 	a.searching = true
 	a.msg = "searching " + f.Expr + "…"
 	a.spawn(func() {
+		start, wrapped := from, false
 		for a.searchGen.Load() == gen && !a.Done() {
 			r, found, done := a.store.Search(v, &f, from, back, 1<<15)
 			if !done {
 				from = r
 				continue
+			}
+			if !found && !wrapped {
+				// Wrap around: from the other end up to where it started.
+				wrapped = true
+				from = -1
+				if back {
+					from = v.Len(a.store)
+				}
+				continue
+			}
+			if found && wrapped && (!back && r > start || back && r < start) {
+				found = false // only the rows already passed are left
 			}
 			a.post(func() {
 				if a.searchGen.Load() != gen || a.view != v {
@@ -646,6 +686,9 @@ func (a *App) runSearch(back bool) {
 					return
 				}
 				a.msg = fmt.Sprintf("found %s", f.Expr)
+				if wrapped {
+					a.msg = fmt.Sprintf("found %s (search wrapped)", f.Expr)
+				}
 				a.sticky = a.follow && r+1 >= a.lastRow()
 				a.selectRow(r + 1)
 			})
@@ -954,8 +997,9 @@ func HelpText() string {
   d                dim stderr lines and process events
 
 [yellow::b]Filter and search[-:-:-]
-  f                filter bar; words: in > out < m:METHOD v -chunks -aux
-                   /REGEXP/ and free text (all must match); empty clears
+  f                filter as you type: m:METHOD dir:in|out kind:K id:ID
+                   err slow>100ms chunk v -aux /REGEXP/ free text;
+                   ! negates, & or space joins; empty clears
   v                toggle violations only
   c                toggle hiding streamed chunks
   a                toggle hiding stderr, events and cassette records

@@ -234,15 +234,84 @@ func TestSearchNextPrevious(t *testing.T) {
 		t.Errorf("n: #%d, want #%d", h.selected(), chunks[1])
 	}
 	h.keys("nn")
-	if h.selected() != chunks[2] {
-		t.Errorf("n past the last: #%d, want to stay on #%d", h.selected(), chunks[2])
+	if h.selected() != chunks[0] {
+		t.Errorf("n past the last: #%d, want to wrap to the first, #%d", h.selected(), chunks[0])
 	}
-	if !strings.Contains(h.screen(), "not found") {
-		t.Error("no 'not found' message past the last match")
+	if !strings.Contains(h.screen(), "search wrapped") {
+		t.Error("no 'search wrapped' message past the last match")
 	}
 	h.keys("N")
-	if h.selected() != chunks[1] {
-		t.Errorf("N: #%d, want #%d", h.selected(), chunks[1])
+	if h.selected() != chunks[2] {
+		t.Errorf("N before the first: #%d, want to wrap to the last, #%d", h.selected(), chunks[2])
+	}
+	h.keys("/no-such-text<enter>")
+	if h.selected() != chunks[2] || !strings.Contains(h.screen(), "not found") {
+		t.Errorf("a search with no match moved to #%d or said nothing", h.selected())
+	}
+}
+
+// TestFilterLanguage: each term of the filter language, negation and
+// conjunction, on the ACP sample session.
+func TestFilterLanguage(t *testing.T) {
+	h := newHarness(t, NewMemSource(acpSession()...), Options{})
+	rows := func(expr string) []int {
+		t.Helper()
+		f, err := ParseFilter(expr)
+		if err != nil {
+			t.Fatalf("%q: %v", expr, err)
+		}
+		h.app.setView(NewView(f), 0)
+		h.app.kickFill(h.app.view)
+		h.settle()
+		var out []int
+		for i := 0; i < h.app.view.Len(h.app.store); i++ {
+			out = append(out, h.app.view.At(i))
+		}
+		return out
+	}
+	for _, c := range []struct {
+		expr string
+		want []int
+	}{
+		{"kind:request dir:in", []int{2, 5, 7, 20}},
+		{"m:session/prompt & kind:response", []int{17}},
+		{"id:3", []int{7, 17}},
+		{`id:"3"`, []int{7, 17}},
+		{"slow>100ms", []int{14, 17}},
+		{"slow>350ms", []int{17}},
+		{"err", []int{18, 19}},
+		{"m:session/update !chunk !err", []int{12, 15}},
+		{"!kind:event !kind:header !kind:end !kind:stderr !kind:violation !m:session/update dir:out", []int{4, 6, 13, 17}},
+		{"kind:stderr", []int{3, 21}},
+		{"!dir:in & main.go", []int{11, 12, 13}},
+	} {
+		if got := rows(c.expr); fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%q: rows %v, want %v", c.expr, got, c.want)
+		}
+	}
+	for _, bad := range []string{"slow>fast", "dir:up", "!", "/(/"} {
+		if _, err := ParseFilter(bad); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+	// Filtering as one types: each prefix that parses is applied; one that
+	// does not keeps the last good view and says why in the status line.
+	h.app.setView(NewView(Filter{}), 0)
+	h.keys("fkind:response")
+	h.settle()
+	if got := h.app.view.Len(h.app.store); got != 4 {
+		t.Errorf("typed kind:response: %d rows, want 4", got)
+	}
+	h.keys(" slow>")
+	h.settle()
+	before := h.app.view.Filter().Expr
+	if !strings.Contains(h.screen(), "want a duration after slow>") || before != "kind:response slow" {
+		t.Errorf("a half-typed slow> replaced the view (now %q) or said nothing:\n%s", before, h.screen())
+	}
+	h.keys("1ms<enter>")
+	h.settle()
+	if got := h.app.view.Len(h.app.store); got != 4 {
+		t.Errorf("kind:response slow>1ms: %d rows, want 4", got)
 	}
 }
 
