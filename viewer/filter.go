@@ -141,7 +141,9 @@ func parseTerm(w, lw string) (func(*cassette.Record, MatchInfo) bool, error) {
 		}, nil
 	case strings.HasPrefix(lw, "m:") && len(w) > 2:
 		m := strings.ToLower(w[2:])
-		return func(r *cassette.Record, mi MatchInfo) bool { return strings.Contains(strings.ToLower(methodOf(r, mi)), m) }, nil
+		return func(r *cassette.Record, mi MatchInfo) bool {
+			return strings.Contains(strings.ToLower(methodOf(r, mi)), m)
+		}, nil
 	case strings.HasPrefix(lw, "kind:") && len(w) > 5:
 		k := lw[5:]
 		switch k {
