@@ -25,6 +25,9 @@ type Options struct {
 	Follower *Follower
 	// WriteDir is where `w` writes frames (default: the current directory).
 	WriteDir string
+	// Back says the cassette was chosen in a picker: q at the top of the
+	// list goes back there (WentBack reports it); Q and Ctrl-C quit.
+	Back bool
 }
 
 // selectedBG is the background of the selected row.
@@ -41,7 +44,8 @@ const (
 // App is the inspector. Build it with New, then Run it (a terminal), or
 // drive it headless with Key and Draw (tests).
 type App struct {
-	opts   Options
+	opts     Options
+	wentBack bool // q at the top of the list with Options.Back
 	store  *Store
 	tv     *tview.Application
 	screen tcell.Screen
@@ -178,6 +182,10 @@ func (a *App) Stop() {
 }
 
 func (a *App) stop() { a.quitOnce.Do(func() { close(a.quit) }) }
+
+// WentBack reports whether the user left with q to go back to the picker
+// (Options.Back), rather than quit.
+func (a *App) WentBack() bool { return a.wentBack }
 
 // StartFollowing starts reading new records (once) without Run, for an App
 // driven headless: the follower hands them over through Settle.
@@ -896,6 +904,7 @@ func (a *App) handleRune(ev *tcell.EventKey, detailFocused bool) *tcell.EventKey
 		case a.detailOpen:
 			a.closeDetail()
 		default:
+			a.wentBack = a.opts.Back
 			a.Stop()
 		}
 		return nil
@@ -990,6 +999,7 @@ func HelpText() string {
   Enter            open the detail pane (pretty JSON, violations)
   Tab              switch focus between the list and the detail pane
   Esc q            close the detail pane / go back;  q in the list quits
+                   (back to the picker when the cassette came from it)
   p                jump to the paired request/response (violation: its frame)
   Backspace        jump back to where p came from
   y                copy the frame to the clipboard (OSC 52)

@@ -443,3 +443,29 @@ func TestNarrowAndResize(t *testing.T) {
 		t.Errorf("the selected row #%d is off screen after a resize:\n%s", last, scr)
 	}
 }
+
+// TestQuitBackToPicker: with Options.Back (a cassette chosen in the
+// picker), q at the top of the list leaves saying "back"; q in a pane only
+// closes the pane; Q quits without going back.
+func TestQuitBackToPicker(t *testing.T) {
+	h := newHarness(t, NewMemSource(acpSession()...), Options{Back: true})
+	h.keys("t") // the transcript: q closes it first
+	h.keys("q")
+	if h.app.Done() {
+		t.Fatal("q in the transcript quit the viewer")
+	}
+	h.keys("q")
+	if !h.app.Done() || !h.app.WentBack() {
+		t.Errorf("q at the top: done %v, back %v; want both", h.app.Done(), h.app.WentBack())
+	}
+	h2 := newHarness(t, NewMemSource(acpSession()...), Options{Back: true})
+	h2.keys("Q")
+	if !h2.app.Done() || h2.app.WentBack() {
+		t.Errorf("Q: done %v, back %v; want done, not back", h2.app.Done(), h2.app.WentBack())
+	}
+	h3 := newHarness(t, NewMemSource(acpSession()...), Options{})
+	h3.keys("q")
+	if !h3.app.Done() || h3.app.WentBack() {
+		t.Errorf("q without a picker: done %v, back %v; want done, not back", h3.app.Done(), h3.app.WentBack())
+	}
+}
