@@ -46,9 +46,9 @@ const (
 type App struct {
 	opts     Options
 	wentBack bool // q at the top of the list with Options.Back
-	store  *Store
-	tv     *tview.Application
-	screen tcell.Screen
+	store    *Store
+	tv       *tview.Application
+	screen   tcell.Screen
 
 	// widgets
 	root    *tview.Pages
