@@ -3,6 +3,7 @@ package viewer
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,9 +47,16 @@ const (
 type App struct {
 	opts     Options
 	wentBack bool // q at the top of the list with Options.Back
-	store    *Store
-	tv       *tview.Application
-	screen   tcell.Screen
+
+	// The rows of the transcript or statistics that Enter acts on: region
+	// ids of the text pane in order ("r<record>" for a transcript entry,
+	// "m<i>" for statsMethods[i]), and the one highlighted (-1: none).
+	targets      []string
+	target       int
+	statsMethods []string
+	store        *Store
+	tv           *tview.Application
+	screen       tcell.Screen
 
 	// widgets
 	root    *tview.Pages
@@ -135,7 +143,7 @@ func (a *App) build() {
 
 	a.body = tview.NewFlex().SetDirection(tview.FlexRow).AddItem(a.table, 0, 1, true)
 
-	a.text = tview.NewTextView().SetDynamicColors(true).SetWrap(true).SetScrollable(true)
+	a.text = tview.NewTextView().SetDynamicColors(true).SetRegions(true).SetWrap(true).SetScrollable(true)
 	a.text.SetBorder(true).SetTitleAlign(tview.AlignLeft)
 
 	a.main = tview.NewPages().AddPage("list", a.body, true, true).AddPage("text", a.text, true, false)
@@ -532,12 +540,12 @@ func (a *App) setMode(m mode) {
 		a.tv.SetFocus(a.table)
 	case modeTranscript:
 		a.main.SwitchToPage("text")
-		a.text.SetTitle(" transcript (t or Esc: back to the list) ")
+		a.text.SetTitle(" transcript (↑ ↓ Enter: go to the record · t or Esc: back) ")
 		a.tv.SetFocus(a.text)
 		a.openTranscript()
 	case modeStats:
 		a.main.SwitchToPage("text")
-		a.text.SetTitle(" statistics (s or Esc: back to the list) ")
+		a.text.SetTitle(" statistics (↑ ↓ Enter: filter by the method · s or Esc: back) ")
 		a.tv.SetFocus(a.text)
 		a.showStats()
 	}
@@ -545,7 +553,8 @@ func (a *App) setMode(m mode) {
 
 func (a *App) showTranscript() {
 	a.trMu.Lock()
-	s := RenderTranscript(a.tr, true)
+	s, targets := renderTranscript(a.tr, true)
+	a.setTargets(targets)
 	if n := a.store.Len(); a.trFrom > 0 || a.trEnd >= 0 && a.trEnd < n {
 		end := n
 		if a.trEnd >= 0 {
@@ -555,15 +564,92 @@ func (a *App) showTranscript() {
 	}
 	a.trMu.Unlock()
 	a.text.SetText(s)
+	a.highlightTarget(false)
+}
+
+// setTargets replaces the actionable rows of the text pane, keeping the
+// highlighted one when it is still there.
+func (a *App) setTargets(ids []string) {
+	cur := ""
+	if a.target >= 0 && a.target < len(a.targets) {
+		cur = a.targets[a.target]
+	}
+	a.targets, a.target = ids, -1
+	for i, id := range ids {
+		if id == cur {
+			a.target = i
+		}
+	}
+}
+
+// highlightTarget shows the highlighted row (scrolling to it when scroll).
+func (a *App) highlightTarget(scroll bool) {
+	if a.target < 0 || a.target >= len(a.targets) {
+		a.text.Highlight()
+		return
+	}
+	a.text.Highlight(a.targets[a.target])
+	if scroll {
+		a.text.ScrollToHighlight()
+	}
+}
+
+// moveTarget moves the highlight in the transcript or statistics by d rows.
+func (a *App) moveTarget(d int) {
+	if len(a.targets) == 0 {
+		return
+	}
+	a.target = min(max(a.target+d, 0), len(a.targets)-1)
+	a.highlightTarget(true)
+}
+
+// actOnTarget is Enter in the transcript (jump to the entry's record in the
+// list) or the statistics (filter the list by the row's method).
+func (a *App) actOnTarget() {
+	if a.target < 0 || a.target >= len(a.targets) {
+		a.msg = "move to a row with ↑ ↓ first"
+		return
+	}
+	id := a.targets[a.target]
+	switch id[0] {
+	case 'r':
+		pos, err := strconv.Atoi(id[1:])
+		if err != nil {
+			return
+		}
+		a.setMode(modeList)
+		a.jumpTo(pos)
+	case 'm':
+		i, err := strconv.Atoi(id[1:])
+		if err != nil || i >= len(a.statsMethods) {
+			return
+		}
+		f, err := ParseFilter("m:" + a.statsMethods[i])
+		if err != nil {
+			return
+		}
+		pos := a.selectedPos()
+		a.setMode(modeList)
+		a.setView(NewView(f), pos)
+		a.kickFill(a.view)
+		a.msg = "filtered by " + a.statsMethods[i]
+	}
 }
 
 func (a *App) showStats() {
 	st := a.store.Stats()
-	s := RenderStats(st, true)
+	s, methods := renderStats(st, true)
+	a.statsMethods = methods
+	ids := make([]string, len(methods))
+	for i := range methods {
+		ids[i] = "m" + strconv.Itoa(i)
+	}
+	a.setTargets(ids)
 	if n := a.store.Len(); st.Records < n {
 		s = fmt.Sprintf("[olive]analysed %d of %d records…[-]\n\n", st.Records, n) + s
 	}
 	a.text.SetText(s)
+	a.highlightTarget(false)
 }
 
 func (a *App) showHelp(on bool) {
@@ -861,6 +947,19 @@ func (a *App) handleKey(ev *tcell.EventKey) *tcell.EventKey {
 			a.openDetail()
 			return nil
 		}
+		if a.mode != modeList {
+			a.actOnTarget()
+			return nil
+		}
+	case tcell.KeyDown, tcell.KeyUp:
+		if a.mode != modeList {
+			d := 1
+			if ev.Key() == tcell.KeyUp {
+				d = -1
+			}
+			a.moveTarget(d)
+			return nil
+		}
 	case tcell.KeyTab, tcell.KeyBacktab:
 		if a.mode == modeList && a.detailOpen {
 			if detailFocused {
@@ -1018,7 +1117,9 @@ func HelpText() string {
 
 [yellow::b]Views[-:-:-]
   t                transcript: chunks folded into text per turn
+                   (↑ ↓ pick an entry, Enter jumps to its record)
   s                statistics: counts, latency p50/p90/p99/max, unanswered
+                   (↑ ↓ pick a method, Enter filters the list by it)
   F                follow new records (like less +F)
   ?                this help
   Q Ctrl-C         quit

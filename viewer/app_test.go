@@ -469,3 +469,47 @@ func TestQuitBackToPicker(t *testing.T) {
 		t.Errorf("q without a picker: done %v, back %v; want done, not back", h3.app.Done(), h3.app.WentBack())
 	}
 }
+
+// TestTranscriptAndStatsRowsAct: in the transcript, ↓ moves through the
+// entries and Enter jumps to the entry's record in the list; in the
+// statistics, Enter on a method's row filters the list by that method.
+func TestTranscriptAndStatsRowsAct(t *testing.T) {
+	h := newHarness(t, NewMemSource(acpSession()...), Options{})
+	h.keys("t")
+	h.settle()
+	h.keys("<down><down>") // the first turn's heading, then its prompt text
+	if h.app.target != 1 {
+		t.Fatalf("highlight at %d, want 1 (targets %v)", h.app.target, h.app.targets)
+	}
+	want := h.app.targets[1]
+	h.keys("<enter>")
+	if h.app.mode != modeList {
+		t.Fatal("Enter in the transcript did not go back to the list")
+	}
+	if got := fmt.Sprintf("r%d", h.selected()); got != want {
+		t.Errorf("Enter on transcript row %s selected record %s", want, got)
+	}
+
+	h.keys("s")
+	h.settle()
+	idx := -1
+	for i, m := range h.app.statsMethods {
+		if m == "session/request_permission" {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		t.Fatalf("no session/request_permission row in %v", h.app.statsMethods)
+	}
+	for i := 0; i <= idx; i++ {
+		h.keys("<down>")
+	}
+	h.keys("<enter>")
+	h.settle()
+	if h.app.mode != modeList || h.app.view.Filter().Method != "session/request_permission" {
+		t.Fatalf("Enter on the stats row: mode %v, filter %q", h.app.mode, h.app.view.Filter().Expr)
+	}
+	if got := h.app.view.Len(h.app.store); got != 2 {
+		t.Errorf("filtered by session/request_permission: %d rows, want the request and its answer", got)
+	}
+}
