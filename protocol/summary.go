@@ -258,3 +258,21 @@ func IsChunk(method string, frame []byte) bool {
 	}
 	return false
 }
+
+// StreamsInto reports whether a notification (method notif, bytes frame)
+// streams part of the answer to an open request (method req, bytes
+// reqFrame): ACP session/update notifications of the prompt's session
+// while a session/prompt is open, MCP notifications/progress carrying the
+// request's progressToken. A flow view folds such notifications into the
+// request's row.
+func StreamsInto(req string, reqFrame []byte, notif string, frame []byte) bool {
+	switch {
+	case req == "session/prompt" && notif == "session/update":
+		want := nestedMember(reqFrame, "params", "sessionId")
+		return want != nil && string(nestedMember(frame, "params", "sessionId")) == string(want)
+	case notif == "notifications/progress":
+		tok := memberOf(memberOf(memberOf(reqFrame, "params"), "_meta"), "progressToken")
+		return tok != nil && string(nestedMember(frame, "params", "progressToken")) == string(tok)
+	}
+	return false
+}

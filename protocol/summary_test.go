@@ -52,3 +52,31 @@ func TestIsChunk(t *testing.T) {
 		}
 	}
 }
+
+func TestStreamsInto(t *testing.T) {
+	prompt := []byte(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}`)
+	upd := func(s string) []byte {
+		return []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"` + s + `","update":{"sessionUpdate":"agent_message_chunk"}}}`)
+	}
+	call := []byte(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":7}}}`)
+	prog := func(tok string) []byte {
+		return []byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":` + tok + `,"progress":1}}`)
+	}
+	for _, c := range []struct {
+		req   string
+		rf    []byte
+		notif string
+		f     []byte
+		want  bool
+	}{
+		{"session/prompt", prompt, "session/update", upd("s1"), true},
+		{"session/prompt", prompt, "session/update", upd("s2"), false},
+		{"tools/call", call, "notifications/progress", prog("7"), true},
+		{"tools/call", call, "notifications/progress", prog("8"), false},
+		{"tools/call", call, "session/update", upd("s1"), false},
+	} {
+		if got := StreamsInto(c.req, c.rf, c.notif, c.f); got != c.want {
+			t.Errorf("StreamsInto(%s, %s) = %v", c.req, c.f, got)
+		}
+	}
+}

@@ -40,6 +40,8 @@ const (
 	modeList mode = iota
 	modeTranscript
 	modeStats
+	modeFlows      // app_flows.go
+	modeFlowDetail // one flow opened from the flows
 )
 
 // App is the inspector. Build it with New, then Run it (a terminal), or
@@ -54,6 +56,11 @@ type App struct {
 	targets      []string
 	target       int
 	statsMethods []string
+
+	// The flows view (app_flows.go).
+	flowTable *tview.Table
+	flows     []Flow
+	flowGen   atomic.Uint64
 	store        *Store
 	tv           *tview.Application
 	screen       tcell.Screen
@@ -147,6 +154,7 @@ func (a *App) build() {
 	a.text.SetBorder(true).SetTitleAlign(tview.AlignLeft)
 
 	a.main = tview.NewPages().AddPage("list", a.body, true, true).AddPage("text", a.text, true, false)
+	a.buildFlowTable()
 
 	a.status = tview.NewTextView().SetDynamicColors(true).SetWrap(false)
 	a.input = tview.NewInputField().SetFieldBackgroundColor(tcell.ColorBlack)
@@ -548,6 +556,12 @@ func (a *App) setMode(m mode) {
 		a.text.SetTitle(" statistics (↑ ↓ Enter: filter by the method · s or Esc: back) ")
 		a.tv.SetFocus(a.text)
 		a.showStats()
+	case modeFlows:
+		a.main.SwitchToPage("flows")
+		a.tv.SetFocus(a.flowTable)
+		if a.flows == nil {
+			a.openFlows()
+		}
 	}
 }
 
@@ -936,6 +950,8 @@ func (a *App) handleKey(ev *tcell.EventKey) *tcell.EventKey {
 	switch ev.Key() {
 	case tcell.KeyEscape:
 		switch {
+		case a.mode == modeFlowDetail:
+			a.setMode(modeFlows)
 		case a.mode != modeList:
 			a.setMode(modeList)
 		case a.detailOpen:
@@ -947,12 +963,16 @@ func (a *App) handleKey(ev *tcell.EventKey) *tcell.EventKey {
 			a.openDetail()
 			return nil
 		}
-		if a.mode != modeList {
+		switch a.mode {
+		case modeFlows:
+			a.showFlow()
+			return nil
+		case modeTranscript, modeStats:
 			a.actOnTarget()
 			return nil
 		}
 	case tcell.KeyDown, tcell.KeyUp:
-		if a.mode != modeList {
+		if a.mode == modeTranscript || a.mode == modeStats {
 			d := 1
 			if ev.Key() == tcell.KeyUp {
 				d = -1
@@ -998,6 +1018,8 @@ func (a *App) handleRune(ev *tcell.EventKey, detailFocused bool) *tcell.EventKey
 	switch ev.Rune() {
 	case 'q':
 		switch {
+		case a.mode == modeFlowDetail:
+			a.setMode(modeFlows)
 		case a.mode != modeList:
 			a.setMode(modeList)
 		case a.detailOpen:
@@ -1034,6 +1056,13 @@ func (a *App) handleRune(ev *tcell.EventKey, detailFocused bool) *tcell.EventKey
 	case 'd':
 		a.dimAux = !a.dimAux
 		a.content.invalidate()
+		return nil
+	case 'o':
+		if a.mode == modeFlows || a.mode == modeFlowDetail {
+			a.setMode(modeList)
+		} else {
+			a.setMode(modeFlows)
+		}
 		return nil
 	case 't':
 		if a.mode == modeTranscript {
@@ -1120,6 +1149,8 @@ func HelpText() string {
                    (↑ ↓ pick an entry, Enter jumps to its record)
   s                statistics: counts, latency p50/p90/p99/max, unanswered
                    (↑ ↓ pick a method, Enter filters the list by it)
+  o                flows: a request and its answer (with the chunks that
+                   streamed it) per row; Enter opens one; o: frames again
   F                follow new records (like less +F)
   ?                this help
   Q Ctrl-C         quit

@@ -513,3 +513,64 @@ func TestTranscriptAndStatsRowsAct(t *testing.T) {
 		t.Errorf("filtered by session/request_permission: %d rows, want the request and its answer", got)
 	}
 }
+
+// TestFlowsView: o shows one row per request with its answer and the
+// chunks that streamed it folded in; Enter opens a flow as one detail;
+// Esc goes back to the flows and o to the frames.
+func TestFlowsView(t *testing.T) {
+	h := newHarness(t, NewMemSource(acpSession()...), Options{})
+	h.keys("o")
+	h.settle()
+	if h.app.mode != modeFlows {
+		t.Fatal("o did not open the flows")
+	}
+	var prompt *Flow
+	for i := range h.app.flows {
+		if h.app.flows[i].Method == "session/prompt" && h.app.flows[i].First == 7 {
+			prompt = &h.app.flows[i]
+		}
+	}
+	if prompt == nil {
+		t.Fatalf("no flow for the prompt at #7: %+v", h.app.flows)
+	}
+	// The first prompt (#7) is answered at #17 after 390ms; the updates of
+	// its session in between (#8-#12, #15, #16) are folded into it, and
+	// the permission request (#13) and its answer (#14) are a flow of
+	// their own.
+	if prompt.Response != 17 || FormatDuration(prompt.Latency) != "390ms" || len(prompt.Streamed) != 7 {
+		t.Errorf("prompt flow: response #%d after %s, %d streamed; want #17, 390ms, 7", prompt.Response, FormatDuration(prompt.Latency), len(prompt.Streamed))
+	}
+	for _, f := range h.app.flows {
+		if f.Method == "session/update" && f.First >= 8 && f.First <= 16 {
+			t.Errorf("update #%d of the prompt's session is a flow of its own", f.First)
+		}
+	}
+	scr := h.screen()
+	if !strings.Contains(scr, "STREAMED") || !strings.Contains(scr, `"Fix the bug" → stop end_turn`) {
+		t.Errorf("flows screen:\n%s", scr)
+	}
+	// Open the prompt's flow.
+	for i := range h.app.flows {
+		if &h.app.flows[i] == prompt {
+			h.app.flowTable.Select(i+1, 0)
+		}
+	}
+	h.keys("<enter>")
+	if scr = h.screen(); !strings.Contains(scr, "flow #7 session/prompt") {
+		t.Errorf("no flow detail on screen:\n%s", scr)
+	}
+	detail := h.app.text.GetText(true) // the whole pane, scrolled or not
+	for _, want := range []string{"request", "streamed: 7 notification(s)", "response (after 390ms)", "end_turn", "agent_message_chunk \"I will\""} {
+		if !strings.Contains(detail, want) {
+			t.Errorf("flow detail lacks %q:\n%s", want, detail)
+		}
+	}
+	h.keys("<esc>")
+	if h.app.mode != modeFlows {
+		t.Errorf("Esc in a flow: mode %v, want the flows", h.app.mode)
+	}
+	h.keys("o")
+	if h.app.mode != modeList {
+		t.Errorf("o in the flows: mode %v, want the frames", h.app.mode)
+	}
+}
