@@ -61,9 +61,9 @@ type App struct {
 	flowTable *tview.Table
 	flows     []Flow
 	flowGen   atomic.Uint64
-	store        *Store
-	tv           *tview.Application
-	screen       tcell.Screen
+	store     *Store
+	tv        *tview.Application
+	screen    tcell.Screen
 
 	// widgets
 	root    *tview.Pages
