@@ -58,6 +58,13 @@ type Writer interface {
 	End() error
 }
 
+// RequestWatcher is implemented by writers that want to know of a request
+// when it is read, before its answer (the OTLP writer: the spans of what
+// happens during an ACP prompt are children of the prompt's span).
+type RequestWatcher interface {
+	Request(f *Frame)
+}
+
 // Run reads the cassette at path and hands every exchange to w, in the order
 // their last frame was recorded. progress, when not nil, is called with the
 // number of records read every 64 Ki records.
@@ -74,6 +81,7 @@ func Run(path string, w Writer, o Options, progress func(records uint64)) error 
 	if red == nil {
 		red = redact.Default()
 	}
+	watch, _ := w.(RequestWatcher)
 	pending := map[string]*Frame{} // dir+id -> request
 	var order []string             // pending keys in arrival order, for the requests never answered
 	begun := false
@@ -135,6 +143,9 @@ func Run(path string, w Writer, o Options, progress func(records uint64)) error 
 			k := f.Dir + f.ID
 			pending[k] = f
 			order = append(order, k)
+			if watch != nil {
+				watch.Request(f)
+			}
 		case f.Kind == "response" && pending[other+f.ID] != nil:
 			req := pending[other+f.ID]
 			delete(pending, other+f.ID)

@@ -129,6 +129,40 @@ func TestOTLPConventions(t *testing.T) {
 	if p["gen_ai.conversation.id"] == "" || p["gen_ai.operation.name"] != "invoke_agent" {
 		t.Errorf("session/prompt span: %v", p)
 	}
+	// The prompt turn: its tool calls are execute_tool spans, children of
+	// the prompt's span, from the tool_call update to the one that
+	// completed it; what else happened in the session during the turn is
+	// a child of the prompt too.
+	var tools []map[string]any
+	children := 0
+	for _, s := range spans(cs["acp"]) {
+		name := s["name"].(string)
+		if strings.HasPrefix(name, "execute_tool ") {
+			tools = append(tools, s)
+		}
+		if s["parentSpanId"] == prompt["spanId"] {
+			children++
+		}
+		if name == "session/prompt" && s["parentSpanId"] != nil {
+			t.Errorf("the prompt span has a parent: %v", s)
+		}
+	}
+	if len(tools) != 2 {
+		t.Fatalf("%d execute_tool spans, want 2 (the ACP SDK example agent reads files, then modifies them)", len(tools))
+	}
+	for _, tl := range tools {
+		a := attrs(tl)
+		if tl["parentSpanId"] != prompt["spanId"] || a["gen_ai.operation.name"] != "execute_tool" || a["gen_ai.tool.call.id"] == "" ||
+			a["gen_ai.conversation.id"] != p["gen_ai.conversation.id"] || tl["endTimeUnixNano"].(string) < tl["startTimeUnixNano"].(string) {
+			t.Errorf("tool span %v %v", tl["name"], a)
+		}
+	}
+	if tools[0]["name"] != "execute_tool Reading project files" {
+		t.Errorf("first tool span %q", tools[0]["name"])
+	}
+	if children < 8 {
+		t.Errorf("%d spans are children of the prompt, want its updates, tool calls and permission request", children)
+	}
 }
 
 // TestRedactAndHAR: secrets are redacted in every export (here a key added

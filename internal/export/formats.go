@@ -184,6 +184,23 @@ type OTLP struct {
 	js       *jsonStream
 	payloads bool
 	trace    string
+	// prompts maps an ACP session id to the span id of its open
+	// session/prompt: what happens in that session until the prompt is
+	// answered (updates, permission requests, file reads, tool calls) is
+	// a child of the prompt's span.
+	prompts map[string]string
+	// tools holds the ACP tool calls started and not yet finished, by
+	// toolCallId.
+	tools map[string]*toolCall
+}
+
+// toolCall is an ACP tool call between its tool_call update and the
+// tool_call_update that completes it.
+type toolCall struct {
+	id, title, kind, session string
+	parent                   string // the prompt's span id
+	start                    int64
+	record                   uint64
 }
 
 // NewOTLP writes to w; payloads adds rpctap.request.body and
@@ -213,6 +230,78 @@ func attr(k string, v any) map[string]any {
 	return map[string]any{"key": k, "value": map[string]any{"stringValue": fmt.Sprint(v)}}
 }
 
+// spanID is a frame's span id, derived from its record and direction.
+func spanID(f *Frame) string {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d/%s", f.Record, f.Dir)
+	return fmt.Sprintf("%016x", h.Sum64())
+}
+
+// Request notes an ACP session/prompt as it starts (RequestWatcher).
+func (o *OTLP) Request(f *Frame) {
+	if f.Method != "session/prompt" {
+		return
+	}
+	if sid := protocol.CallFactsOf(o.s.Protocol, f.Method, f.Payload).Conversation; sid != "" {
+		if o.prompts == nil {
+			o.prompts = map[string]string{}
+		}
+		o.prompts[sid] = spanID(f)
+	}
+}
+
+// toolSpans turns ACP tool_call updates into spans: one per tool call, from
+// the update that started it to the one that completed or failed it, named
+// "execute_tool TITLE", a child of the prompt.
+func (o *OTLP) toolSpans(x *Exchange, session string) error {
+	u := protocol.ToolCallUpdateOf(x.Request.Payload)
+	if u.ID == "" {
+		return nil
+	}
+	if o.tools == nil {
+		o.tools = map[string]*toolCall{}
+	}
+	tc := o.tools[u.ID]
+	if tc == nil {
+		if !u.Start {
+			return nil // an update of a call that started before the recording
+		}
+		tc = &toolCall{id: u.ID, title: u.Title, kind: u.Kind, session: session, parent: o.prompts[session],
+			start: x.Request.T, record: x.Request.Record}
+		o.tools[u.ID] = tc
+	}
+	if u.Title != "" {
+		tc.title = u.Title
+	}
+	if u.Status != "completed" && u.Status != "failed" {
+		return nil
+	}
+	delete(o.tools, u.ID)
+	attrs := []any{attr("gen_ai.operation.name", "execute_tool"), attr("gen_ai.tool.name", tc.title),
+		attr("gen_ai.tool.call.id", tc.id), attr("gen_ai.conversation.id", tc.session), attr("network.transport", "pipe"),
+		attr("rpctap.record", int64(tc.record))}
+	if tc.kind != "" {
+		attrs = append(attrs, attr("gen_ai.tool.type", tc.kind))
+	}
+	status := map[string]any{}
+	if u.Status == "failed" {
+		attrs = append(attrs, attr("error.type", "tool_call_failed"))
+		status = map[string]any{"code": 2, "message": "tool call failed"}
+	}
+	h := fnv.New64a()
+	fmt.Fprintf(h, "tool/%s/%d", tc.id, tc.record)
+	span := map[string]any{
+		"traceId": o.trace, "spanId": fmt.Sprintf("%016x", h.Sum64()), "name": "execute_tool " + tc.title, "kind": 1,
+		"startTimeUnixNano": strconv.FormatInt(at(o.s, tc.start).UnixNano(), 10),
+		"endTimeUnixNano":   strconv.FormatInt(at(o.s, x.Request.T).UnixNano(), 10),
+		"attributes":        attrs, "status": status,
+	}
+	if tc.parent != "" {
+		span["parentSpanId"] = tc.parent
+	}
+	return o.js.entry(span)
+}
+
 func (o *OTLP) Exchange(x *Exchange) error {
 	req := x.Request
 	facts := protocol.CallFactsOf(o.s.Protocol, req.Method, req.Payload)
@@ -220,9 +309,19 @@ func (o *OTLP) Exchange(x *Exchange) error {
 	if facts.Target != "" {
 		name += " " + facts.Target
 	}
-	h := fnv.New64a()
-	fmt.Fprintf(h, "%d/%s", req.Record, req.Dir)
-	spanID := fmt.Sprintf("%016x", h.Sum64())
+	spanID := spanID(req)
+	parent := ""
+	if facts.Conversation != "" && req.Method != "session/prompt" {
+		parent = o.prompts[facts.Conversation]
+	}
+	if req.Method == "session/update" {
+		if err := o.toolSpans(x, facts.Conversation); err != nil {
+			return err
+		}
+	}
+	if req.Method == "session/prompt" && x.Response != nil {
+		delete(o.prompts, facts.Conversation)
+	}
 	start := at(o.s, req.T).UnixNano()
 	end := start
 	attrs := []any{attr("rpc.method", req.Method), attr("network.transport", "pipe"), attr("rpctap.direction", req.Dir), attr("rpctap.record", int64(req.Record))}
@@ -268,11 +367,15 @@ func (o *OTLP) Exchange(x *Exchange) error {
 	if o.payloads {
 		attrs = append(attrs, attr("rpctap.request.body", string(req.Payload)))
 	}
-	return o.js.entry(map[string]any{
+	span := map[string]any{
 		"traceId": o.trace, "spanId": spanID, "name": name, "kind": kind,
 		"startTimeUnixNano": strconv.FormatInt(start, 10), "endTimeUnixNano": strconv.FormatInt(end, 10),
 		"attributes": attrs, "status": status,
-	})
+	}
+	if parent != "" {
+		span["parentSpanId"] = parent
+	}
+	return o.js.entry(span)
 }
 
 func (o *OTLP) End() error { return o.js.end() }
