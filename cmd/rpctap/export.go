@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/rpctap/rpctap/internal/export"
 	"github.com/rpctap/rpctap/internal/redact"
@@ -87,9 +89,16 @@ func runExport(o *exportOptions, path string, stdio Stdio) error {
 	default:
 		return Usagef("--format must be har, trace, otlp or html, not %q", o.Format)
 	}
-	var progress func(uint64)
+	var progress func(export.Progress)
 	if f, ok := stdio.Err.(*os.File); ok && isTerminal(f) {
-		progress = func(n uint64) { fmt.Fprintf(stdio.Err, "\rrpctap export: %d records", n) }
+		// A bar on the terminal only: redirected stderr gets nothing.
+		last := time.Time{}
+		progress = func(p export.Progress) {
+			if now := time.Now(); now.Sub(last) >= 100*time.Millisecond || p.Read == p.Size {
+				last = now
+				fmt.Fprint(stdio.Err, "\r"+progressBar(p))
+			}
+		}
 		defer fmt.Fprint(stdio.Err, "\r\033[K")
 	}
 	if err := export.Run(path, w, export.Options{Redactor: redact.New(redact.Options{Keys: o.Redact})}, progress); err != nil {
@@ -110,4 +119,29 @@ func runExport(o *exportOptions, path string, stdio Stdio) error {
 		}
 	}
 	return nil
+}
+
+// progressBar draws one line: a 30-cell bar, the share of the cassette read,
+// the bytes and the records.
+func progressBar(p export.Progress) string {
+	frac := 0.0
+	if p.Size > 0 {
+		frac = min(float64(p.Read)/float64(p.Size), 1)
+	}
+	cells := int(frac * 30)
+	return fmt.Sprintf("rpctap export [%s%s] %3.0f%% %s of %s, %d records", strings.Repeat("█", cells), strings.Repeat("·", 30-cells),
+		frac*100, humanBytes(p.Read), humanBytes(p.Size), p.Records)
+}
+
+// humanBytes is n in B, KiB, MiB or GiB with 3 significant digits.
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.3g GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.3g MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.3g KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
 }

@@ -25,7 +25,16 @@ type HTML struct {
 	n     int
 	tr    protocol.Transcript
 	first bool
+	// folded counts the frame bytes fed to the transcript; past
+	// transcriptLimit it stops (cut: at which record), so that memory
+	// stays bounded for any cassette.
+	folded int
+	cut    uint64
 }
+
+// transcriptLimit bounds the frames the report's transcript folds (its
+// text is held until the end): 8 MiB, a long day of agent sessions.
+const transcriptLimit = 8 << 20
 
 // NewHTML writes the report to w.
 func NewHTML(w io.Writer) *HTML { return &HTML{w: bufio.NewWriterSize(w, 64<<10), first: true} }
@@ -70,6 +79,13 @@ func (h *HTML) Begin(s Session) error {
 func (h *HTML) Request(f *Frame) { h.fold(f) }
 
 func (h *HTML) fold(f *Frame) {
+	if h.cut != 0 {
+		return
+	}
+	if h.folded += len(f.Payload); h.folded > transcriptLimit {
+		h.cut = f.Record
+		return
+	}
 	dir := protocol.FromChild
 	if f.Dir == "in" {
 		dir = protocol.FromParent
@@ -121,6 +137,9 @@ func (h *HTML) End() error {
 	h.w.WriteString("\n]</script>\n<main id=\"transcript-view\" hidden><section id=\"transcript\">\n")
 	if len(h.tr.Turns) == 0 {
 		h.w.WriteString("<p class=\"hint\">No prompts or streamed answers in this session.</p>\n")
+	}
+	if h.cut != 0 {
+		fmt.Fprintf(h.w, "<p class=\"hint\">The transcript stops at record #%d: it folds the first %d MiB of frames (rpctap view shows any part of a larger session).</p>\n", h.cut, transcriptLimit>>20)
 	}
 	for _, t := range h.tr.Turns {
 		head := "Before the first prompt"
