@@ -2,12 +2,15 @@ package main
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/rpctap/rpctap/cassette"
 	"github.com/rpctap/rpctap/internal/export"
 	"github.com/rpctap/rpctap/internal/redact"
 	"github.com/spf13/pflag"
@@ -19,6 +22,7 @@ type exportOptions struct {
 	Output   string
 	Redact   []string
 	Payloads bool
+	Send     bool
 }
 
 func init() {
@@ -42,13 +46,15 @@ docs/export.md.`,
 		Example: `  rpctap export --format har -o session.har session.cassette
   rpctap export --format trace -o trace.json session.cassette   # open in ui.perfetto.dev
   rpctap export --format otlp --payloads session.cassette > spans.json
-  rpctap export --format html -o report.html session.cassette   # one file, opens offline`,
+  rpctap export --format html -o report.html session.cassette   # one file, opens offline
+  OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 rpctap export --format otlp --send session.cassette`,
 		Flags: func(fs *pflag.FlagSet) func([]string, Stdio) error {
 			o := &exportOptions{}
 			fs.StringVar(&o.Format, "format", "", "har, trace, otlp or html (required)")
 			fs.StringVarP(&o.Output, "output", "o", "", "write to `FILE` (default: stdout)")
 			fs.StringArrayVar(&o.Redact, "redact", nil, "also redact the values of JSON key `KEY` (repeatable)")
 			fs.BoolVar(&o.Payloads, "payloads", false, "otlp: include request and response bodies as span attributes")
+			fs.BoolVar(&o.Send, "send", false, "otlp: send the spans to the endpoint OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT) names, over OTLP/HTTP with the OpenTelemetry SDK, instead of writing them")
 			return func(args []string, stdio Stdio) error {
 				if len(args) != 1 {
 					return Usagef("export needs one cassette (got %d)", len(args))
@@ -60,6 +66,9 @@ docs/export.md.`,
 }
 
 func runExport(o *exportOptions, path string, stdio Stdio) error {
+	if o.Send {
+		return runExportSend(o, path, stdio)
+	}
 	out := stdio.Out
 	var file *os.File
 	if o.Output != "" {
@@ -144,4 +153,32 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%.3g KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// runExportSend sends a cassette's spans to an OTLP endpoint (--send).
+func runExportSend(o *exportOptions, path string, stdio Stdio) error {
+	switch {
+	case o.Format != "otlp":
+		return Usagef("--send is for --format otlp")
+	case o.Output != "":
+		return Usagef("--send and -o exclude each other: the spans go to the endpoint")
+	case !export.SendConfigured():
+		return Usagef("--send needs OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT), e.g. http://localhost:4318")
+	}
+	if _, err := os.Stat(path); err != nil {
+		return Inputf("export: %s: %v", path, describeCassetteErr(err))
+	}
+	w, err := export.NewOTLPSender(context.Background(), o.Payloads)
+	if err != nil {
+		return Usagef("export --send: %v", err)
+	}
+	if err := export.Run(path, w, export.Options{Redactor: redact.New(redact.Options{Keys: o.Redact}), Payloads: o.Payloads}, nil); err != nil {
+		var ce *cassette.CorruptError
+		if errors.As(err, &ce) || errors.Is(err, cassette.ErrNotCassette) {
+			return Inputf("export: %s: %v", path, describeCassetteErr(err))
+		}
+		return fmt.Errorf("export --send: %v", err)
+	}
+	fmt.Fprintf(stdio.Err, "rpctap export: sent %d spans\n", w.Sent())
+	return nil
 }

@@ -192,6 +192,17 @@ type OTLP struct {
 	// tools holds the ACP tool calls started and not yet finished, by
 	// toolCallId.
 	tools map[string]*toolCall
+	// send, when set, receives each span instead of the JSON stream
+	// (NewOTLPSender: spans go to an endpoint through the OTel SDK).
+	send *sdkSender
+}
+
+// emit writes one span (in its OTLP/JSON form) to the stream or the sender.
+func (o *OTLP) emit(span map[string]any) error {
+	if o.send != nil {
+		return o.send.add(span)
+	}
+	return o.js.entry(span)
 }
 
 // toolCall is an ACP tool call between its tool_call update and the
@@ -213,6 +224,9 @@ func (o *OTLP) Begin(s Session) error {
 	o.s = s
 	sum := sha256.Sum256([]byte(s.Protocol + "\x00" + s.Created.UTC().Format(time.RFC3339Nano)))
 	o.trace = hex.EncodeToString(sum[:16])
+	if o.send != nil {
+		return o.send.begin(s)
+	}
 	o.js.tail = "\n]}]}]}\n"
 	res := []any{attr("service.name", "rpctap"), attr("rpctap.cassette", s.File), attr("rpctap.protocol", orRaw(s.Protocol))}
 	b, _ := json.Marshal(res)
@@ -299,7 +313,7 @@ func (o *OTLP) toolSpans(x *Exchange, session string) error {
 	if tc.parent != "" {
 		span["parentSpanId"] = tc.parent
 	}
-	return o.js.entry(span)
+	return o.emit(span)
 }
 
 func (o *OTLP) Exchange(x *Exchange) error {
@@ -375,10 +389,15 @@ func (o *OTLP) Exchange(x *Exchange) error {
 	if parent != "" {
 		span["parentSpanId"] = parent
 	}
-	return o.js.entry(span)
+	return o.emit(span)
 }
 
-func (o *OTLP) End() error { return o.js.end() }
+func (o *OTLP) End() error {
+	if o.send != nil {
+		return o.send.end()
+	}
+	return o.js.end()
+}
 
 func orRaw(p string) string {
 	if p == "" {
