@@ -58,3 +58,9 @@ func TestJudge(t *testing.T) {
 		t.Errorf("forced: %d verdicts, Protocol() = %q, %q", n, name, src)
 	}
 }
+
+func TestDirOf(t *testing.T) {
+	if DirOf("in") != FromParent || DirOf("out") != FromChild || DirOf(FromParent.String()) != FromParent || DirOf(FromChild.String()) != FromChild {
+		t.Error("DirOf does not read back Dir.String")
+	}
+}

@@ -150,11 +150,7 @@ func isJSONPayload(raw []byte, recordedJSON bool) bool {
 func detect(frames []*Frame) string {
 	var df []protocol.DirFrame
 	for _, f := range frames {
-		dir := protocol.FromChild
-		if f.Dir == dirIn {
-			dir = protocol.FromParent
-		}
-		df = append(df, protocol.DirFrame{Dir: dir, Frame: f.Raw})
+		df = append(df, protocol.DirFrame{Dir: protocol.DirOf(string(f.Dir)), Frame: f.Raw})
 		if len(df) == protocol.DetectFrames {
 			break
 		}

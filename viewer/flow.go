@@ -69,10 +69,7 @@ func (fl *Flows) Add(r *cassette.Record) {
 			f := &fl.List[o.i]
 			f.Response, f.Latency = r.N, r.T-f.T
 			info := protocol.Info{Kind: protocol.Response, Method: f.Method, ID: id}
-			dir := protocol.FromChild
-			if r.D == cassette.DirIn {
-				dir = protocol.FromParent
-			}
+			dir := protocol.DirOf(string(r.D))
 			if s := protocol.Summarize(dir, info, r.JSON); s != "" {
 				if f.Summary != "" {
 					f.Summary += " → " + s

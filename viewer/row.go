@@ -52,10 +52,7 @@ func Summarize(r *cassette.Record, prevT int64) Row {
 		if r.JSON == nil {
 			row.Label = oneLineText(payloadText(r), 200)
 		} else if !r.Part {
-			dir := protocol.FromChild
-			if r.D == cassette.DirIn {
-				dir = protocol.FromParent
-			}
+			dir := protocol.DirOf(string(r.D))
 			row.Summary = protocol.Summarize(dir, protocol.Info{Kind: protocol.Kind(r.Kind), Method: r.Method, ID: string(r.ID)}, r.JSON)
 		}
 	case cassette.KindStderr:

@@ -35,10 +35,7 @@ func (tr *Transcript) Add(r *cassette.Record) {
 	if r.K != cassette.KindFrame || r.JSON == nil || r.Part {
 		return
 	}
-	dir := protocol.FromChild
-	if r.D == cassette.DirIn {
-		dir = protocol.FromParent
-	}
+	dir := protocol.DirOf(string(r.D))
 	tr.Transcript.Add(protocol.TranscriptFrame{N: r.N, T: r.T, Dir: dir, JSON: r.JSON})
 }
 

@@ -446,10 +446,7 @@ func (c *checker) frame(rec *cassette.Record) {
 		delete(cc.partial, rec.D)
 	}
 	c.rep.Frames++
-	dir := protocol.FromParent
-	if rec.D == cassette.DirOut {
-		dir = protocol.FromChild
-	}
+	dir := protocol.DirOf(string(rec.D))
 	var h []byte
 	if hdr != "" {
 		h = []byte(hdr)

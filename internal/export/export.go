@@ -138,10 +138,7 @@ func Run(path string, w Writer, o Options, progress func(Progress)) error {
 			// Recorded before its protocol was known (or written by a
 			// tool): classify with the protocol's rules now.
 			if p, err := protocol.Lookup(s.Protocol); err == nil {
-				dir := protocol.FromParent
-				if f.Dir == "out" {
-					dir = protocol.FromChild
-				}
+				dir := protocol.DirOf(f.Dir)
 				info := p.Classify(dir, r.JSON)
 				f.Kind, f.Method, f.ID = string(info.Kind), info.Method, info.ID
 			}

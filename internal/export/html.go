@@ -86,10 +86,7 @@ func (h *HTML) fold(f *Frame) {
 		h.cut = f.Record
 		return
 	}
-	dir := protocol.FromChild
-	if f.Dir == "in" {
-		dir = protocol.FromParent
-	}
+	dir := protocol.DirOf(f.Dir)
 	if len(f.Payload) > 0 && (f.Payload[0] == '{' || f.Payload[0] == '[') {
 		h.tr.Add(protocol.TranscriptFrame{N: f.Record, T: f.T, Dir: dir, JSON: f.Payload})
 	}
@@ -104,17 +101,11 @@ func (h *HTML) Exchange(x *Exchange) error {
 	}
 	row := htmlRow{N: req.Record, T: req.T, Dir: req.Dir, Kind: req.Kind, Method: req.Method, ID: req.ID, Latency: -1,
 		Request: string(req.Payload)}
-	dir := protocol.FromChild
-	if req.Dir == "in" {
-		dir = protocol.FromParent
-	}
+	dir := protocol.DirOf(req.Dir)
 	row.Summary = protocol.Summarize(dir, protocol.Info{Kind: protocol.Kind(req.Kind), Method: req.Method, ID: req.ID}, req.Payload)
 	if r := x.Response; r != nil {
 		row.Latency, row.Response, row.RespN = r.T-req.T, string(r.Payload), r.Record
-		rdir := protocol.FromParent
-		if r.Dir == "out" {
-			rdir = protocol.FromChild
-		}
+		rdir := protocol.DirOf(r.Dir)
 		if s := protocol.Summarize(rdir, protocol.Info{Kind: protocol.Response, Method: req.Method, ID: r.ID}, r.Payload); s != "" {
 			row.Summary = strings.TrimSpace(row.Summary + " → " + s)
 		}
