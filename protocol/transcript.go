@@ -238,8 +238,15 @@ func (tr *Transcript) Add(r TranscriptFrame) {
 	}
 	_ = json.Unmarshal(r.JSON, &extra)
 	in := r.Dir == FromParent
+	if f.Method != "" || f.Type == "" {
+		tr.addJSONRPC(r, &f, in)
+		return
+	}
+	tr.addTyped(r, &f, extra.Error, in)
+}
 
-	// ACP and other JSON-RPC.
+// addJSONRPC folds an ACP or MCP frame (and other JSON-RPC).
+func (tr *Transcript) addJSONRPC(r TranscriptFrame, f *transcriptFrame, in bool) {
 	switch f.Method {
 	case "session/prompt":
 		var parts []string
@@ -341,8 +348,10 @@ func (tr *Transcript) Add(r TranscriptFrame) {
 		}
 		return
 	}
+}
 
-	// synaps, opi and pi ("type"-tagged).
+// addTyped folds a synaps, opi or pi frame ("type"-tagged).
+func (tr *Transcript) addTyped(r TranscriptFrame, f *transcriptFrame, errRaw json.RawMessage, in bool) {
 	switch f.Type {
 	case "prompt", "follow_up", "steer":
 		if in {
@@ -392,7 +401,7 @@ func (tr *Transcript) Add(r TranscriptFrame) {
 	case "response":
 		failed := (f.Success != nil && !*f.Success) || (f.OK != nil && !*f.OK)
 		if failed && (f.Command == "prompt" || f.Command == "follow_up") {
-			msg := errorText(extra.Error)
+			msg := errorText(errRaw)
 			tr.add(r, EntryNote, "", "error: "+clip(msg, 200), false)
 			tr.end(r.T)
 		}
