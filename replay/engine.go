@@ -729,6 +729,28 @@ func (e *engine) onSignal(sig string, now time.Time) bool {
 }
 
 // onLine matches one live frame.
+// matchSame is onLine's fast path: a frame byte for byte equal to a
+// pending recorded one matches it under the default matcher without being
+// decoded (the common case, and the one that matters for 1 MiB frames).
+func (e *engine) matchSame(l liveLine) bool {
+	if e.o.customMatcher {
+		return false
+	}
+	n := 0
+	for i := e.open; n < e.o.window && e.load(i, true); i++ {
+		st := e.at(i)
+		if !st.theirs || st.done || st.waived || st.kind != stepFrame {
+			continue
+		}
+		n++
+		if bytes.Equal(st.frame.Raw, l.raw) {
+			e.acceptSame(st, l.t)
+			return true
+		}
+	}
+	return false
+}
+
 func (e *engine) onLine(l liveLine) {
 	e.trim()
 	if l.cl {
@@ -740,22 +762,8 @@ func (e *engine) onLine(l liveLine) {
 	} else {
 		f.Dir = dirOut
 	}
-	// Fast path: a frame byte for byte equal to a pending recorded one
-	// matches it under the default matcher without being decoded (the
-	// common case, and the one that matters for 1 MiB frames).
-	if !e.o.customMatcher {
-		n := 0
-		for i := e.open; n < e.o.window && e.load(i, true); i++ {
-			st := e.at(i)
-			if !st.theirs || st.done || st.waived || st.kind != stepFrame {
-				continue
-			}
-			n++
-			if bytes.Equal(st.frame.Raw, l.raw) {
-				e.acceptSame(st, l.t)
-				return
-			}
-		}
+	if e.matchSame(l) {
+		return
 	}
 	f.Value, f.json = decodeJSON(l.raw)
 	e.d.classify(f, f.Dir == dirIn)
@@ -797,12 +805,15 @@ func (e *engine) onLine(l liveLine) {
 		e.res.Chatter++
 		return
 	}
-	// No match. Find the nearest candidate: same call first, fewest
-	// differences, earliest; look beyond the window (as far as the
-	// look-ahead bounds let the replay read) for a report.
-	var best *estep
+	e.onMiss(f, cands, l.t)
+}
+
+// nearest finds the recorded frame nearest to f, which matched nothing:
+// same call first, fewest differences, earliest; it looks beyond the window
+// (as far as the look-ahead bounds let the replay read) for a report.
+// inWindow says the nearest is the same call and among the candidates.
+func (e *engine) nearest(f *Frame, cands []*estep) (best *estep, inWindow bool) {
 	bestScore := 0
-	inWindow := false
 	for pass := 0; pass < 2 && best == nil; pass++ {
 		examined := 0
 		for i := e.base; examined < 512 && e.load(i, true); i++ {
@@ -824,6 +835,14 @@ func (e *engine) onLine(l liveLine) {
 			}
 		}
 	}
+	return best, inWindow
+}
+
+// onMiss reports a live frame that matched no recorded one: a mismatch
+// when it stands in for the nearest recorded call, else an unexpected
+// frame (refused in the protocol's own form when it is a request).
+func (e *engine) onMiss(f *Frame, cands []*estep, t time.Time) {
+	best, inWindow := e.nearest(f, cands)
 	d := Divergence{Live: showFrame(f), FrameKind: f.Kind, Method: f.Method}
 	if best != nil {
 		rf := best.frame
@@ -839,7 +858,7 @@ func (e *engine) onLine(l liveLine) {
 		d.Kind = Mismatch
 		d.Message = fmt.Sprintf("%s %s differs from record #%d", f.Kind, f.Method, d.Record)
 		e.diverge(d, nil)
-		e.accept(best, f, l.t)
+		e.accept(best, f, t)
 		return
 	}
 	d.Kind = Unexpected
