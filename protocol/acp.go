@@ -69,12 +69,9 @@ func (s acpSide) String() string {
 
 // sniffACP: an initialize whose protocolVersion is an integer is ACP for
 // sure (MCP's is a date string); ACP-only method names are a strong hint.
-func sniffACP(_ Dir, frame []byte) int {
-	f := scanRPC(frame)
-	if !f.object || !f.is20() {
-		return 0
-	}
-	m, _ := rawString(f.method)
+func sniffACP(_ Dir, frame []byte) int { return sniffJSONRPC(frame, sniffACPFrame) }
+
+func sniffACPFrame(m string, f *rpcFields) int {
 	if m == "initialize" && f.params != nil {
 		pv := memberOf(f.params, "protocolVersion")
 		if jsonType(pv) == "number" {

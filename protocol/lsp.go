@@ -59,12 +59,9 @@ func (lspProto) Validate(dir Dir, frame []byte, info Info) []Violation {
 // sniffLSP: an initialize whose params carry LSP's processId, rootUri,
 // workspaceFolders or a textDocument capability is LSP for sure (MCP's and
 // ACP's carry protocolVersion instead); LSP method names hint.
-func sniffLSP(_ Dir, frame []byte) int {
-	f := scanRPC(frame)
-	if !f.object || !f.is20() {
-		return 0
-	}
-	m, _ := rawString(f.method)
+func sniffLSP(_ Dir, frame []byte) int { return sniffJSONRPC(frame, sniffLSPFrame) }
+
+func sniffLSPFrame(m string, f *rpcFields) int {
 	switch {
 	case m == "initialize" && f.params != nil:
 		if memberOf(f.params, "protocolVersion") != nil {

@@ -77,12 +77,9 @@ func mcpValidate(dir Dir, frame []byte, info Info, idx *jsonscan.Index) []Violat
 
 // sniffMCP: initialize with a date-string protocolVersion (ACP's is an
 // integer) or server/discover is MCP for sure; MCP method names hint.
-func sniffMCP(_ Dir, frame []byte) int {
-	f := scanRPC(frame)
-	if !f.object || !f.is20() {
-		return 0
-	}
-	m, _ := rawString(f.method)
+func sniffMCP(_ Dir, frame []byte) int { return sniffJSONRPC(frame, sniffMCPFrame) }
+
+func sniffMCPFrame(m string, f *rpcFields) int {
 	switch {
 	case m == "initialize" && f.params != nil:
 		if jsonType(memberOf(f.params, "protocolVersion")) == "string" {

@@ -736,6 +736,24 @@ func (e *engine) matchSame(l liveLine) bool {
 	if e.o.customMatcher {
 		return false
 	}
+	var same *estep
+	e.eachInWindow(func(st *estep) bool {
+		if bytes.Equal(st.frame.Raw, l.raw) {
+			same = st
+			return false
+		}
+		return true
+	})
+	if same != nil {
+		e.acceptSame(same, l.t)
+	}
+	return same != nil
+}
+
+// eachInWindow calls fn with the first `window` recorded frames of the
+// live side still to come (not done, not waived), in order, until fn
+// returns false.
+func (e *engine) eachInWindow(fn func(st *estep) bool) {
 	n := 0
 	for i := e.open; n < e.o.window && e.load(i, true); i++ {
 		st := e.at(i)
@@ -743,12 +761,10 @@ func (e *engine) matchSame(l liveLine) bool {
 			continue
 		}
 		n++
-		if bytes.Equal(st.frame.Raw, l.raw) {
-			e.acceptSame(st, l.t)
-			return true
+		if !fn(st) {
+			return
 		}
 	}
-	return false
 }
 
 func (e *engine) onLine(l liveLine) {
@@ -781,15 +797,7 @@ func (e *engine) onLine(l liveLine) {
 			cands = append(cands, st)
 		}
 	}
-	n := 0
-	for i := e.open; n < e.o.window && e.load(i, true); i++ {
-		st := e.at(i)
-		if !st.theirs || st.done || st.waived || st.kind != stepFrame {
-			continue
-		}
-		n++
-		cands = append(cands, st)
-	}
+	e.eachInWindow(func(st *estep) bool { cands = append(cands, st); return true })
 	for _, st := range cands {
 		e.value(st.frame)
 		rf := *st.frame

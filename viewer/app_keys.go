@@ -3,6 +3,7 @@ package viewer
 import (
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/gdamore/tcell/v2"
 )
@@ -145,25 +146,13 @@ func (a *App) handleRune(ev *tcell.EventKey, detailFocused bool) *tcell.EventKey
 		a.content.invalidate()
 		return nil
 	case 'o':
-		if a.mode == modeFlows || a.mode == modeFlowDetail {
-			a.setMode(modeList)
-		} else {
-			a.setMode(modeFlows)
-		}
+		a.toggleMode(modeFlows, modeFlowDetail)
 		return nil
 	case 't':
-		if a.mode == modeTranscript {
-			a.setMode(modeList)
-		} else {
-			a.setMode(modeTranscript)
-		}
+		a.toggleMode(modeTranscript)
 		return nil
 	case 's':
-		if a.mode == modeStats {
-			a.setMode(modeList)
-		} else {
-			a.setMode(modeStats)
-		}
+		a.toggleMode(modeStats)
 		return nil
 	case 'F':
 		a.follow = !a.follow
@@ -242,4 +231,14 @@ func HelpText() string {
   ?                this help
   Q Ctrl-C         quit
 `
+}
+
+// toggleMode opens view m, or goes back to the list when m (or one of also,
+// views opened from it) is showing.
+func (a *App) toggleMode(m mode, also ...mode) {
+	if a.mode == m || slices.Contains(also, a.mode) {
+		a.setMode(modeList)
+		return
+	}
+	a.setMode(m)
 }

@@ -113,13 +113,7 @@ func (s *Splitter) End(emit Func) {
 		fallthrough
 	case len(s.buf) > 0:
 		// A header block that never ended can be longer than max.
-		b := s.buf
-		for len(b) > s.max {
-			cut := partCut(b[:s.max], false)
-			emit(nil, b[:cut], "", true)
-			b = b[cut:]
-		}
-		emit(nil, b, "", false)
+		s.emitHeld(emit, false)
 	}
 	s.buf = s.buf[:0]
 	s.inBody, s.hdrLen, s.need, s.sentPart = false, 0, 0, false
@@ -137,16 +131,22 @@ func (s *Splitter) Lost(emit Func) {
 	case s.mode == ContentLength && s.inBody:
 		s.emitBody(emit, true)
 	case len(s.buf) > 0:
-		b := s.buf
-		for len(b) > s.max {
-			cut := partCut(b[:s.max], false)
-			emit(nil, b[:cut], "", true)
-			b = b[cut:]
-		}
-		emit(nil, b, "", true)
+		s.emitHeld(emit, true)
 	}
 	s.buf = s.buf[:0]
 	s.inBody, s.hdrLen, s.need, s.sentPart = false, 0, 0, false
+}
+
+// emitHeld emits what buf holds as records of at most max bytes, the last
+// with part set as given.
+func (s *Splitter) emitHeld(emit Func, lastPart bool) {
+	b := s.buf
+	for len(b) > s.max {
+		cut := partCut(b[:s.max], false)
+		emit(nil, b[:cut], "", true)
+		b = b[cut:]
+	}
+	emit(nil, b, "", lastPart)
 }
 
 // keepBuf: a splitter keeps a buffer up to this capacity between messages

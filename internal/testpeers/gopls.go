@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -15,66 +14,39 @@ import (
 // (workspace/configuration, window/workDoneProgress/create) and $/progress.
 const GoplsVersion = "v0.23.0"
 
-var (
-	goplsOnce sync.Once
-	goplsPath string
-	goplsErr  error
-	goplsSkip bool
-)
+var gopls = &cachedTool{name: "gopls", version: GoplsVersion, what: "gopls", build: buildGopls}
 
 // Gopls returns the path of gopls GoplsVersion, built through the Go module
 // proxy with `go install` the first time any test asks and kept in the user
 // cache directory (rpctap-test/gopls-VERSION/gopls), so later runs and
-// other test binaries reuse it. The test is skipped, saying why, when the
-// module proxy cannot be reached; any other build failure fails it. It
-// skips with -short.
-func Gopls(t testing.TB) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds gopls; skipped with -short")
+// other test binaries reuse it. It skips when the module proxy cannot be
+// reached (and with -short).
+func Gopls(t testing.TB) string { return gopls.get(t) }
+
+func buildGopls(tmp string) (string, bool, error) {
+	out, unreachable, err := goCommand(tmp, "install", "golang.org/x/tools/gopls@"+GoplsVersion)
+	if err != nil {
+		return "", unreachable, fmt.Errorf("go install golang.org/x/tools/gopls@%s: %v\n%s", GoplsVersion, err, out)
 	}
-	goplsOnce.Do(func() { goplsPath, goplsSkip, goplsErr = buildGopls() })
-	switch {
-	case goplsSkip:
-		t.Skipf("gopls %s cannot be built here, the Go module proxy is unreachable: %v", GoplsVersion, goplsErr)
-	case goplsErr != nil:
-		t.Fatalf("building gopls %s: %v", GoplsVersion, goplsErr)
-	}
-	return goplsPath
+	return filepath.Join(tmp, "gopls"), false, nil
 }
 
-func buildGopls() (path string, skip bool, err error) {
-	cache, err := os.UserCacheDir()
+// goCommand runs go with args in dir, outside any module and workspace,
+// installing into dir; unreachable says a failure was the module proxy's.
+func goCommand(dir string, args ...string) (out string, unreachable bool, err error) {
+	return runIn(dir, "go", args...)
+}
+
+func runIn(dir, name string, args ...string) (string, bool, error) {
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOBIN="+dir, "GOFLAGS=", "GOWORK=off")
+	b, err := cmd.CombinedOutput()
+	out := strings.TrimSpace(string(b))
 	if err != nil {
-		cache = os.TempDir()
+		return out, unreachable(out), err
 	}
-	dir := filepath.Join(cache, "rpctap-test", "gopls-"+GoplsVersion)
-	path = filepath.Join(dir, "gopls")
-	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-		return path, false, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", false, err
-	}
-	// Install into a private directory, then rename into place: test
-	// binaries of other packages may be building it at the same moment.
-	tmp, err := os.MkdirTemp(dir, "build-")
-	if err != nil {
-		return "", false, err
-	}
-	defer os.RemoveAll(tmp)
-	cmd := exec.Command("go", "install", "golang.org/x/tools/gopls@"+GoplsVersion)
-	cmd.Dir = tmp // outside any module: go install pkg@version ignores it anyway
-	cmd.Env = append(os.Environ(), "GOBIN="+tmp, "GOFLAGS=", "GOWORK=off")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		msg := strings.TrimSpace(string(out))
-		return "", unreachable(msg), fmt.Errorf("go install golang.org/x/tools/gopls@%s: %v\n%s", GoplsVersion, err, msg)
-	}
-	if err := os.Rename(filepath.Join(tmp, "gopls"), path); err != nil {
-		return "", false, err
-	}
-	return path, false, nil
+	return out, false, nil
 }
 
 // unreachable reports whether go's output says the module proxy (or the
