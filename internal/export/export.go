@@ -58,6 +58,11 @@ type Writer interface {
 	End() error
 }
 
+// Opener is a Writer told of each request when it is read, before its
+// answer (Exchange comes when the answer does): OTLP opens an ACP prompt
+// turn there, so the frames recorded until the answer join it.
+type Opener interface{ Open(req *Frame) }
+
 // Run reads the cassette at path and hands every exchange to w, in the order
 // their last frame was recorded. progress, when not nil, is called with the
 // number of records read every 64 Ki records.
@@ -76,6 +81,7 @@ func Run(path string, w Writer, o Options, progress func(records uint64)) error 
 	}
 	pending := map[string]*Frame{} // dir+id -> request
 	var order []string             // pending keys in arrival order, for the requests never answered
+	opener, _ := w.(Opener)
 	begun := false
 	var n uint64
 	for {
@@ -135,6 +141,9 @@ func Run(path string, w Writer, o Options, progress func(records uint64)) error 
 			k := f.Dir + f.ID
 			pending[k] = f
 			order = append(order, k)
+			if opener != nil {
+				opener.Open(f)
+			}
 		case f.Kind == "response" && pending[other+f.ID] != nil:
 			req := pending[other+f.ID]
 			delete(pending, other+f.ID)

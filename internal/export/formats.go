@@ -2,16 +2,11 @@ package export
 
 import (
 	"bufio"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"strconv"
 	"time"
-
-	"github.com/rpctap/rpctap/protocol"
 )
 
 // jsonStream writes a JSON document whose one array grows entry by entry:
@@ -168,114 +163,6 @@ func (t *Trace) Exchange(x *Exchange) error {
 }
 
 func (t *Trace) End() error { return t.js.end() }
-
-// ---- OpenTelemetry OTLP/JSON
-
-// OTLP writes one OTLP/JSON ExportTraceServiceRequest (docs/export.md
-// "OpenTelemetry"): a span per request, named "{method} {target}" as the
-// MCP semantic conventions name them, kind CLIENT (the sender's view), with
-// jsonrpc.request.id, rpc.method, mcp.method.name (MCP), gen_ai.tool.name,
-// gen_ai.operation.name, gen_ai.conversation.id (the ACP session),
-// error.type and network.transport=pipe; payloads only when asked.
-// Notifications are spans of zero length. All spans share one trace (the
-// session), its id derived from the protocol and the session's start.
-type OTLP struct {
-	s        Session
-	js       *jsonStream
-	payloads bool
-	trace    string
-}
-
-// NewOTLP writes to w; payloads adds rpctap.request.body and
-// rpctap.response.body.
-func NewOTLP(w io.Writer, payloads bool) *OTLP {
-	return &OTLP{js: newJSONStream(w), payloads: payloads}
-}
-
-func (o *OTLP) Begin(s Session) error {
-	o.s = s
-	sum := sha256.Sum256([]byte(s.Protocol + "\x00" + s.Created.UTC().Format(time.RFC3339Nano)))
-	o.trace = hex.EncodeToString(sum[:16])
-	o.js.tail = "\n]}]}]}\n"
-	res := []any{attr("service.name", "rpctap"), attr("rpctap.cassette", s.File), attr("rpctap.protocol", orRaw(s.Protocol))}
-	b, _ := json.Marshal(res)
-	_, err := fmt.Fprintf(o.js.w, `{"resourceSpans":[{"resource":{"attributes":%s},"scopeSpans":[{"scope":{"name":"rpctap","version":"1"},"spans":[`+"\n", b)
-	return err
-}
-
-func attr(k string, v any) map[string]any {
-	switch x := v.(type) {
-	case string:
-		return map[string]any{"key": k, "value": map[string]any{"stringValue": x}}
-	case int64:
-		return map[string]any{"key": k, "value": map[string]any{"intValue": strconv.FormatInt(x, 10)}}
-	}
-	return map[string]any{"key": k, "value": map[string]any{"stringValue": fmt.Sprint(v)}}
-}
-
-func (o *OTLP) Exchange(x *Exchange) error {
-	req := x.Request
-	facts := protocol.CallFactsOf(o.s.Protocol, req.Method, req.Payload)
-	name := orRaw(req.Method)
-	if facts.Target != "" {
-		name += " " + facts.Target
-	}
-	h := fnv.New64a()
-	fmt.Fprintf(h, "%d/%s", req.Record, req.Dir)
-	spanID := fmt.Sprintf("%016x", h.Sum64())
-	start := at(o.s, req.T).UnixNano()
-	end := start
-	attrs := []any{attr("rpc.method", req.Method), attr("network.transport", "pipe"), attr("rpctap.direction", req.Dir), attr("rpctap.record", int64(req.Record))}
-	if o.s.Protocol == "mcp" {
-		attrs = append(attrs, attr("mcp.method.name", req.Method))
-	}
-	if o.s.Protocol == "acp" || o.s.Protocol == "mcp" || o.s.Protocol == "jsonrpc" || o.s.Protocol == "lsp" {
-		attrs = append(attrs, attr("rpc.system", "jsonrpc"))
-	}
-	if req.ID != "" {
-		attrs = append(attrs, attr("jsonrpc.request.id", req.ID))
-	}
-	if facts.Tool != "" {
-		attrs = append(attrs, attr("gen_ai.tool.name", facts.Tool))
-	}
-	if facts.Operation != "" {
-		attrs = append(attrs, attr("gen_ai.operation.name", facts.Operation))
-	}
-	if facts.Conversation != "" {
-		attrs = append(attrs, attr("gen_ai.conversation.id", facts.Conversation))
-	}
-	status := map[string]any{}
-	kind := 3 // SPAN_KIND_CLIENT
-	if x.Notification {
-		kind = 1 // SPAN_KIND_INTERNAL
-	}
-	if x.Response != nil {
-		end = at(o.s, x.Response.T).UnixNano()
-		if code, msg, ok := errorOf(x.Response.Payload); ok {
-			attrs = append(attrs, attr("error.type", strconv.FormatInt(code, 10)))
-			if code != 0 {
-				attrs = append(attrs, attr("rpc.jsonrpc.error_code", code))
-			}
-			status = map[string]any{"code": 2, "message": msg} // STATUS_CODE_ERROR
-		}
-		if o.payloads {
-			attrs = append(attrs, attr("rpctap.response.body", string(x.Response.Payload)))
-		}
-	} else if !x.Notification {
-		attrs = append(attrs, attr("error.type", "unanswered"))
-		status = map[string]any{"code": 2, "message": "never answered"}
-	}
-	if o.payloads {
-		attrs = append(attrs, attr("rpctap.request.body", string(req.Payload)))
-	}
-	return o.js.entry(map[string]any{
-		"traceId": o.trace, "spanId": spanID, "name": name, "kind": kind,
-		"startTimeUnixNano": strconv.FormatInt(start, 10), "endTimeUnixNano": strconv.FormatInt(end, 10),
-		"attributes": attrs, "status": status,
-	})
-}
-
-func (o *OTLP) End() error { return o.js.end() }
 
 func orRaw(p string) string {
 	if p == "" {
