@@ -174,7 +174,9 @@ func TestACPTurnSpans(t *testing.T) {
 	if a := spanAttrs(prompt); a["gen_ai.response.finish_reasons"] != "end_turn" {
 		t.Errorf("prompt finish reasons: %v", a)
 	}
-	sort.Slice(tools, func(i, j int) bool { return tools[i]["startTimeUnixNano"].(string) < tools[j]["startTimeUnixNano"].(string) })
+	sort.Slice(tools, func(i, j int) bool {
+		return tools[i]["startTimeUnixNano"].(string) < tools[j]["startTimeUnixNano"].(string)
+	})
 	for i, want := range []struct{ call, kind string }{{"call_1", "read"}, {"call_2", "edit"}} {
 		tl := tools[i]
 		a := spanAttrs(tl)
