@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,6 +19,7 @@ type exportOptions struct {
 	Output   string
 	Redact   []string
 	Payloads bool
+	Send     bool
 }
 
 func init() {
@@ -32,18 +35,25 @@ events) in a format other tools open:
   otlp    OpenTelemetry OTLP/JSON spans, named and attributed by the GenAI and
           MCP semantic conventions (an OTLP/JSON file for a collector's
           otlpjsonfile receiver, or for curl to /v1/traces)
+With --send (otlp only), the spans are sent instead, with the OpenTelemetry
+Go SDK, to the endpoint the standard variables name: OTEL_EXPORTER_OTLP_
+[TRACES_]ENDPOINT, _HEADERS, _PROTOCOL (http/protobuf, the default, or grpc),
+_INSECURE, _TIMEOUT, _COMPRESSION, _CERTIFICATE. Without --send nothing is
+sent, whatever the variables say. Spans keep the recorded times.
 Secrets are redacted as when recording (--redact KEY adds keys). The cassette
 is read once and streamed: memory stays bounded however large it is. Mappings:
 docs/export.md.`,
 		Example: `  rpctap export --format har -o session.har session.cassette
   rpctap export --format trace -o trace.json session.cassette   # open in ui.perfetto.dev
-  rpctap export --format otlp --payloads session.cassette > spans.json`,
+  rpctap export --format otlp --payloads session.cassette > spans.json
+  OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 rpctap export --format otlp --send session.cassette`,
 		Flags: func(fs *pflag.FlagSet) func([]string, Stdio) error {
 			o := &exportOptions{}
 			fs.StringVar(&o.Format, "format", "", "har, trace or otlp (required)")
 			fs.StringVarP(&o.Output, "output", "o", "", "write to `FILE` (default: stdout)")
 			fs.StringArrayVar(&o.Redact, "redact", nil, "also redact the values of JSON key `KEY` (repeatable)")
 			fs.BoolVar(&o.Payloads, "payloads", false, "otlp: include request and response bodies as span attributes")
+			fs.BoolVar(&o.Send, "send", false, "otlp: send the spans to the OTEL_EXPORTER_OTLP_* endpoint instead of writing them")
 			return func(args []string, stdio Stdio) error {
 				if len(args) != 1 {
 					return Usagef("export needs one cassette (got %d)", len(args))
@@ -55,6 +65,9 @@ docs/export.md.`,
 }
 
 func runExport(o *exportOptions, path string, stdio Stdio) error {
+	if o.Send {
+		return runExportSend(o, path, stdio)
+	}
 	out := stdio.Out
 	var file *os.File
 	if o.Output != "" {
@@ -87,8 +100,8 @@ func runExport(o *exportOptions, path string, stdio Stdio) error {
 		progress = func(n uint64) { fmt.Fprintf(stdio.Err, "\rrpctap export: %d records", n) }
 		defer fmt.Fprint(stdio.Err, "\r\033[K")
 	}
-	if err := export.Run(path, w, export.Options{Redactor: redact.New(redact.Options{Keys: o.Redact})}, progress); err != nil {
-		return Inputf("export: %s: %v", path, describeCassetteErr(err))
+	if err := export.Run(path, w, exportRunOptions(o), progress); err != nil {
+		return exportErr(path, err)
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("export: %v", err)
@@ -104,5 +117,45 @@ func runExport(o *exportOptions, path string, stdio Stdio) error {
 			return fmt.Errorf("export: %v", err)
 		}
 	}
+	return nil
+}
+
+func exportRunOptions(o *exportOptions) export.Options {
+	return export.Options{Redactor: redact.New(redact.Options{Keys: o.Redact})}
+}
+
+// exportErr is one line: a failure to write or send is rpctap's (exit
+// 125), any other the cassette's (exit 4).
+func exportErr(path string, err error) error {
+	var we *export.WriteError
+	if errors.As(err, &we) {
+		return &ExitError{Code: ExitInternal, Err: fmt.Errorf("export: %v", we.Err)}
+	}
+	return Inputf("export: %s: %v", path, describeCassetteErr(err))
+}
+
+// runExportSend sends the OTLP spans with the OTel SDK exporter the
+// OTEL_EXPORTER_OTLP_* variables describe, and says how many went where.
+func runExportSend(o *exportOptions, path string, stdio Stdio) error {
+	if o.Format != "otlp" {
+		return Usagef("--send needs --format otlp")
+	}
+	if o.Output != "" {
+		return Usagef("--send sends the spans; it takes no -o")
+	}
+	if _, err := os.Stat(path); err != nil {
+		return Inputf("export: %s: %v", path, describeCassetteErr(err))
+	}
+	ctx := context.Background()
+	exp, err := export.NewEnvExporter(ctx)
+	if err != nil {
+		return Usagef("export --send: %v", err)
+	}
+	sink := export.NewSDKSpans(ctx, exp)
+	if err := export.Run(path, export.NewOTLPSpans(sink, o.Payloads), exportRunOptions(o), nil); err != nil {
+		exp.Shutdown(ctx)
+		return exportErr(path, err)
+	}
+	fmt.Fprintf(stdio.Err, "rpctap export: sent %d spans (%s)\n", sink.Sent, export.SendTarget())
 	return nil
 }

@@ -58,6 +58,13 @@ type Writer interface {
 	End() error
 }
 
+// WriteError is a failure of the Writer (writing the output, or sending
+// it), as against reading the cassette.
+type WriteError struct{ Err error }
+
+func (e *WriteError) Error() string { return e.Err.Error() }
+func (e *WriteError) Unwrap() error { return e.Err }
+
 // Opener is a Writer told of each request when it is read, before its
 // answer (Exchange comes when the answer does): OTLP opens an ACP prompt
 // turn there, so the frames recorded until the answer join it.
@@ -67,6 +74,29 @@ type Opener interface{ Open(req *Frame) }
 // their last frame was recorded. progress, when not nil, is called with the
 // number of records read every 64 Ki records.
 func Run(path string, w Writer, o Options, progress func(records uint64)) error {
+	return run(path, writeErrors{w}, o, progress)
+}
+
+// writeErrors marks the errors of w as WriteErrors.
+type writeErrors struct{ w Writer }
+
+func (x writeErrors) Begin(s Session) error      { return wrapWrite(x.w.Begin(s)) }
+func (x writeErrors) Exchange(e *Exchange) error { return wrapWrite(x.w.Exchange(e)) }
+func (x writeErrors) End() error                 { return wrapWrite(x.w.End()) }
+func (x writeErrors) Open(req *Frame) {
+	if o, ok := x.w.(Opener); ok {
+		o.Open(req)
+	}
+}
+
+func wrapWrite(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &WriteError{err}
+}
+
+func run(path string, w Writer, o Options, progress func(records uint64)) error {
 	rd, err := cassette.Open(path)
 	if err != nil {
 		return err
