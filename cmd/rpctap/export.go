@@ -25,8 +25,8 @@ type exportOptions struct {
 func init() {
 	register(&command{
 		Name:    "export",
-		Summary: "write a cassette as HAR, a Chrome/Perfetto trace, or OpenTelemetry OTLP/JSON",
-		Usage:   "export --format har|trace|otlp [flags] CASSETTE",
+		Summary: "write a cassette as HAR, a Chrome/Perfetto trace, OpenTelemetry OTLP/JSON or an HTML report",
+		Usage:   "export --format har|trace|otlp|html [flags] CASSETTE",
 		Long: `Writes the cassette's requests with their answers (and its notifications and
 events) in a format other tools open:
   har     HAR 1.2: one entry per request and answer (browser devtools, proxies)
@@ -35,6 +35,8 @@ events) in a format other tools open:
   otlp    OpenTelemetry OTLP/JSON spans, named and attributed by the GenAI and
           MCP semantic conventions (an OTLP/JSON file for a collector's
           otlpjsonfile receiver, or for curl to /v1/traces)
+  html    one self-contained HTML page (no network): the frame list, a detail
+          pane and the transcript
 With --send (otlp only), the spans are sent instead, with the OpenTelemetry
 Go SDK, to the endpoint the standard variables name: OTEL_EXPORTER_OTLP_
 [TRACES_]ENDPOINT, _HEADERS, _PROTOCOL (http/protobuf, the default, or grpc),
@@ -46,10 +48,11 @@ docs/export.md.`,
 		Example: `  rpctap export --format har -o session.har session.cassette
   rpctap export --format trace -o trace.json session.cassette   # open in ui.perfetto.dev
   rpctap export --format otlp --payloads session.cassette > spans.json
+  rpctap export --format html -o report.html session.cassette
   OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 rpctap export --format otlp --send session.cassette`,
 		Flags: func(fs *pflag.FlagSet) func([]string, Stdio) error {
 			o := &exportOptions{}
-			fs.StringVar(&o.Format, "format", "", "har, trace or otlp (required)")
+			fs.StringVar(&o.Format, "format", "", "har, trace, otlp or html (required)")
 			fs.StringVarP(&o.Output, "output", "o", "", "write to `FILE` (default: stdout)")
 			fs.StringArrayVar(&o.Redact, "redact", nil, "also redact the values of JSON key `KEY` (repeatable)")
 			fs.BoolVar(&o.Payloads, "payloads", false, "otlp: include request and response bodies as span attributes")
@@ -90,10 +93,12 @@ func runExport(o *exportOptions, path string, stdio Stdio) error {
 		w = export.NewTrace(bw)
 	case "otlp":
 		w = export.NewOTLP(bw, o.Payloads)
+	case "html":
+		w = export.NewHTML(bw)
 	case "":
-		return Usagef("export needs --format har, trace or otlp")
+		return Usagef("export needs --format har, trace, otlp or html")
 	default:
-		return Usagef("--format must be har, trace or otlp, not %q", o.Format)
+		return Usagef("--format must be har, trace, otlp or html, not %q", o.Format)
 	}
 	var progress func(uint64)
 	if f, ok := stdio.Err.(*os.File); ok && isTerminal(f) {

@@ -70,6 +70,12 @@ func (e *WriteError) Unwrap() error { return e.Err }
 // turn there, so the frames recorded until the answer join it.
 type Opener interface{ Open(req *Frame) }
 
+// RecordSeer is a Writer that also sees every frame record, in record
+// order and redacted, when it is read (HTML folds its transcript from them).
+type RecordSeer interface {
+	Record(r *cassette.Record) error
+}
+
 // Run reads the cassette at path and hands every exchange to w, in the order
 // their last frame was recorded. progress, when not nil, is called with the
 // number of records read every 64 Ki records.
@@ -83,6 +89,12 @@ type writeErrors struct{ w Writer }
 func (x writeErrors) Begin(s Session) error      { return wrapWrite(x.w.Begin(s)) }
 func (x writeErrors) Exchange(e *Exchange) error { return wrapWrite(x.w.Exchange(e)) }
 func (x writeErrors) End() error                 { return wrapWrite(x.w.End()) }
+func (x writeErrors) Record(r *cassette.Record) error {
+	if rs, ok := x.w.(RecordSeer); ok {
+		return wrapWrite(rs.Record(r))
+	}
+	return nil
+}
 func (x writeErrors) Open(req *Frame) {
 	if o, ok := x.w.(Opener); ok {
 		o.Open(req)
@@ -112,6 +124,7 @@ func run(path string, w Writer, o Options, progress func(records uint64)) error 
 	pending := map[string]*Frame{} // dir+id -> request
 	var order []string             // pending keys in arrival order, for the requests never answered
 	opener, _ := w.(Opener)
+	seer, _ := w.(RecordSeer)
 	begun := false
 	var n uint64
 	for {
@@ -160,6 +173,15 @@ func run(path string, w Writer, o Options, progress func(records uint64)) error 
 				}
 				info := p.Classify(dir, r.JSON)
 				f.Kind, f.Method, f.ID = string(info.Kind), info.Method, info.ID
+			}
+		}
+		if seer != nil {
+			rr := *r
+			if rr.JSON != nil {
+				rr.JSON = f.Payload
+			}
+			if err := seer.Record(&rr); err != nil {
+				return err
 			}
 		}
 		other := "out"

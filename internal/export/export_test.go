@@ -293,6 +293,7 @@ func TestRedactAndHAR(t *testing.T) {
 		func(b *bytes.Buffer) Writer { return NewHAR(b) },
 		func(b *bytes.Buffer) Writer { return NewOTLP(b, true) },
 		func(b *bytes.Buffer) Writer { return NewTrace(b) },
+		func(b *bytes.Buffer) Writer { return NewHTML(b) },
 	} {
 		var out bytes.Buffer
 		if err := Run(path, w(&out), Options{Redactor: redactWith("pin")}, nil); err != nil {
