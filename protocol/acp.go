@@ -15,6 +15,12 @@ type acpProto struct{}
 func (acpProto) Name() string  { return "acp" }
 func (acpProto) MaxFrame() int { return 0 }
 
+// Wire: session ids and the working directory differ from run to run.
+func (acpProto) Wire() Wire {
+	return Wire{Style: StyleJSONRPC, RequestID: "id", ResponseID: "id", Volatile: []string{
+		"/params/sessionId", "/result/sessionId", "/params/cwd", "/params/_meta", "/result/_meta"}}
+}
+
 func (acpProto) Classify(_ Dir, frame []byte) Info { return classifyRPC(frame) }
 
 // HandshakeDir and IsHandshake: the client opens with initialize.

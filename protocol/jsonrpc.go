@@ -287,6 +287,11 @@ func (jsonrpcProto) Validate(_ Dir, frame []byte, _ Info) []Violation {
 	return vs
 }
 
+func (jsonrpcProto) Wire() Wire {
+	return Wire{Style: StyleJSONRPC, RequestID: "id", ResponseID: "id", Volatile: []string{
+		"/params/processId", "/params/_meta", "/result/_meta"}}
+}
+
 func init() {
 	// No sniff: the Detector falls back to jsonrpc when no specific
 	// protocol claims a JSON-RPC 2.0 session.

@@ -14,6 +14,14 @@ type mcpProto struct{}
 func (mcpProto) Name() string  { return "mcp" }
 func (mcpProto) MaxFrame() int { return 0 }
 
+// Wire: _meta, progress tokens, the client's pid and version differ from
+// run to run.
+func (mcpProto) Wire() Wire {
+	return Wire{Style: StyleJSONRPC, RequestID: "id", ResponseID: "id", Volatile: []string{
+		"/params/_meta", "/result/_meta", "/params/progressToken", "/params/processId", "/params/clientInfo/version"},
+		Chatter: []string{"notifications/message", "notifications/progress"}}
+}
+
 func (mcpProto) Classify(_ Dir, frame []byte) Info { return classifyRPC(frame) }
 
 // The client opens with initialize (or, in the stateless 2026 draft, with

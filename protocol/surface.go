@@ -161,3 +161,22 @@ func CallFactsOf(proto, method string, request []byte) CallFacts {
 	}
 	return f
 }
+
+// ToolCallUpdate is what an ACP session/update says of a tool call.
+type ToolCallUpdate struct {
+	ID, Title, Kind, Status string
+	Start                   bool // sessionUpdate "tool_call" (not "tool_call_update")
+}
+
+// ToolCallUpdateOf reads an ACP session/update notification's tool call
+// ("tool_call" starts one, "tool_call_update" changes its status); the zero
+// value for any other frame.
+func ToolCallUpdateOf(frame []byte) ToolCallUpdate {
+	u := nestedMember(frame, "params", "update")
+	kind := str(memberOf(u, "sessionUpdate"))
+	if kind != "tool_call" && kind != "tool_call_update" {
+		return ToolCallUpdate{}
+	}
+	return ToolCallUpdate{ID: str(memberOf(u, "toolCallId")), Title: str(memberOf(u, "title")), Kind: str(memberOf(u, "kind")),
+		Status: str(memberOf(u, "status")), Start: kind == "tool_call"}
+}

@@ -34,10 +34,7 @@ func (c *Classifier) Fill(r *cassette.Record) {
 		r.Kind = string(protocol.Invalid)
 		return
 	}
-	dir := protocol.FromParent
-	if r.D == cassette.DirOut {
-		dir = protocol.FromChild
-	}
+	dir := protocol.DirOf(string(r.D))
 	if c.p != nil {
 		info := c.p.Classify(dir, r.JSON)
 		r.Kind, r.Method = string(info.Kind), info.Method

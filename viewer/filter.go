@@ -2,25 +2,35 @@ package viewer
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/rpctap/rpctap/cassette"
 )
 
 // Filter selects records. The zero Filter matches everything.
 //
-// Parse reads it from the filter bar, a list of words:
+// ParseFilter reads it from the filter bar: terms separated by spaces or
+// "&", all of which must hold; "!" before a term negates it.
 //
-//	in, >            frames parent -> child only
-//	out, <           frames child -> parent only
-//	m:TEXT           method/type contains TEXT
-//	v, violations    frames with violations (and violation records)
-//	-chunks          hide streamed chunks
-//	-aux             hide stderr lines, process events and cassette records
-//	/REGEXP/         the payload matches the regular expression
-//	anything else    the payload contains it (case-insensitive)
+//	m:TEXT          method or type contains TEXT (m:tools/ for every tools/ call)
+//	dir:in, dir:out frames parent -> child, child -> parent (also in, out, >, <)
+//	kind:K          K is request, response, notification, event, handshake,
+//	                invalid, or a record kind: stderr, violation, meta, header, end
+//	id:ID           the frame's id is ID (quotes optional: id:7, id:s1)
+//	err             error responses, invalid frames, frames with violations
+//	slow>DUR        responses answered after more than DUR (slow>100ms, slow>2s)
+//	v, violations   frames with violations (and violation records)
+//	chunk           streamed chunks (-chunks hides them: !chunk)
+//	-aux            hide stderr lines, process events and cassette records
+//	/REGEXP/        the payload matches the regular expression
+//	anything else   the payload contains it (case-insensitive)
+//
+// Examples: "m:tools/call & slow>1s", "!m:session/update err",
+// "dir:out kind:request".
 type Filter struct {
 	Dir            cassette.Dir
 	Method         string
@@ -30,42 +40,217 @@ type Filter struct {
 	HideChunks     bool
 	HideAux        bool
 	Expr           string // what Parse was given
+	// terms are the expression-language terms (kind:, id:, err, slow>,
+	// and any negated term), all of which must hold.
+	terms []term
+}
+
+// term is one test of the filter expression.
+type term struct {
+	neg  bool
+	test func(r *cassette.Record, m MatchInfo) bool
+}
+
+// MatchInfo is what the analysis knows about a record that its bytes do
+// not say.
+type MatchInfo struct {
+	Violations bool   // violation records refer to it
+	Latency    int64  // a paired response: ns since its request (0: none)
+	Method     string // a paired response: its request's method, when the record names none
 }
 
 // ParseFilter parses the filter bar's text.
 func ParseFilter(expr string) (Filter, error) {
 	f := Filter{Expr: strings.TrimSpace(expr)}
-	for _, w := range strings.Fields(expr) {
-		lw := strings.ToLower(w)
-		switch {
-		case lw == "in" || lw == ">":
-			f.Dir = cassette.DirIn
-		case lw == "out" || lw == "<":
-			f.Dir = cassette.DirOut
-		case lw == "v" || lw == "violations":
-			f.ViolationsOnly = true
-		case lw == "-chunks":
-			f.HideChunks = true
-		case lw == "-aux":
-			f.HideAux = true
-		case strings.HasPrefix(lw, "m:") && len(w) > 2:
-			f.Method = w[2:]
-		case len(w) >= 2 && w[0] == '/' && w[len(w)-1] == '/':
-			re, err := regexp.Compile(w[1 : len(w)-1])
-			if err != nil {
-				return Filter{}, fmt.Errorf("bad regular expression %s: %v", w, err)
-			}
-			f.Regex = re
-		default:
-			f.Text = append(f.Text, lw)
+	words := strings.Fields(strings.ReplaceAll(expr, "&", " "))
+	for _, w := range words {
+		neg := false
+		for strings.HasPrefix(w, "!") {
+			neg, w = !neg, w[1:]
 		}
+		if w == "" {
+			return Filter{}, fmt.Errorf("a lone %q: put it before a term (!err, !m:session/update)", "!")
+		}
+		lw := strings.ToLower(w)
+		if !neg {
+			// The simple positive terms keep their fast fields (the
+			// violations-only view walks only violation references).
+			switch {
+			case lw == "in" || lw == ">" || lw == "dir:in":
+				f.Dir = cassette.DirIn
+				continue
+			case lw == "out" || lw == "<" || lw == "dir:out":
+				f.Dir = cassette.DirOut
+				continue
+			case lw == "v" || lw == "violations":
+				f.ViolationsOnly = true
+				continue
+			case lw == "-chunks":
+				f.HideChunks = true
+				continue
+			case lw == "-aux":
+				f.HideAux = true
+				continue
+			case strings.HasPrefix(lw, "m:") && len(w) > 2:
+				f.Method = w[2:]
+				continue
+			case len(w) >= 2 && w[0] == '/' && w[len(w)-1] == '/':
+				re, err := regexp.Compile(w[1 : len(w)-1])
+				if err != nil {
+					return Filter{}, fmt.Errorf("bad regular expression %s: %v", w, err)
+				}
+				f.Regex = re
+				continue
+			}
+		}
+		test, err := parseTerm(w, lw)
+		if err != nil {
+			return Filter{}, err
+		}
+		if test == nil { // free text
+			if !neg {
+				f.Text = append(f.Text, lw)
+				continue
+			}
+			test = func(r *cassette.Record, _ MatchInfo) bool {
+				return bytes.Contains(bytes.ToLower(recordText(r)), []byte(lw))
+			}
+		}
+		f.terms = append(f.terms, term{neg: neg, test: test})
 	}
 	return f, nil
 }
 
+// parseTerm parses one term of the expression language; nil, nil for free
+// text.
+func parseTerm(w, lw string) (func(*cassette.Record, MatchInfo) bool, error) {
+	switch {
+	case lw == "in" || lw == ">" || lw == "dir:in":
+		return dirTest(cassette.DirIn), nil
+	case lw == "out" || lw == "<" || lw == "dir:out":
+		return dirTest(cassette.DirOut), nil
+	case strings.HasPrefix(lw, "dir:"):
+		return nil, fmt.Errorf("dir:%s: want dir:in or dir:out", w[4:])
+	case lw == "v" || lw == "violations":
+		return func(r *cassette.Record, m MatchInfo) bool { return m.Violations || r.K == cassette.KindViolation }, nil
+	case lw == "chunk" || lw == "chunks" || lw == "-chunks":
+		return func(r *cassette.Record, _ MatchInfo) bool { return IsChunk(r) }, nil
+	case lw == "-aux" || lw == "aux":
+		return func(r *cassette.Record, _ MatchInfo) bool {
+			return r.K != cassette.KindFrame && r.K != cassette.KindViolation
+		}, nil
+	case strings.HasPrefix(lw, "m:") && len(w) > 2:
+		m := strings.ToLower(w[2:])
+		return func(r *cassette.Record, mi MatchInfo) bool {
+			return strings.Contains(strings.ToLower(methodOf(r, mi)), m)
+		}, nil
+	case strings.HasPrefix(lw, "kind:") && len(w) > 5:
+		k := lw[5:]
+		switch k {
+		case "req":
+			k = "request"
+		case "resp":
+			k = "response"
+		case "notif":
+			k = "notification"
+		}
+		return func(r *cassette.Record, _ MatchInfo) bool {
+			if r.K == cassette.KindFrame {
+				return r.Kind == k || r.Kind == "" && k == "invalid" && r.JSON == nil
+			}
+			return string(r.K) == k
+		}, nil
+	case strings.HasPrefix(lw, "id:") && len(w) > 3:
+		id := strings.Trim(w[3:], `"`)
+		return func(r *cassette.Record, _ MatchInfo) bool {
+			return r.K == cassette.KindFrame && len(r.ID) > 0 && strings.Trim(string(r.ID), `"`) == id
+		}, nil
+	case lw == "err" || lw == "error" || lw == "errors":
+		return func(r *cassette.Record, m MatchInfo) bool {
+			return m.Violations || r.K == cassette.KindViolation || isErrorFrame(r)
+		}, nil
+	case strings.HasPrefix(lw, "slow>"):
+		d, err := time.ParseDuration(w[5:])
+		if err != nil || d < 0 {
+			return nil, fmt.Errorf("%s: want a duration after slow>, e.g. slow>100ms", w)
+		}
+		return func(_ *cassette.Record, m MatchInfo) bool { return m.Latency > int64(d) }, nil
+	case strings.HasPrefix(lw, "/") && strings.HasSuffix(lw, "/") && len(w) >= 2:
+		re, err := regexp.Compile(w[1 : len(w)-1])
+		if err != nil {
+			return nil, fmt.Errorf("bad regular expression %s: %v", w, err)
+		}
+		return func(r *cassette.Record, _ MatchInfo) bool { return re.Match(recordText(r)) }, nil
+	case strings.Contains(lw, ":") && knownPrefix(lw):
+		return nil, fmt.Errorf("%s: empty value", w)
+	}
+	return nil, nil
+}
+
+func knownPrefix(lw string) bool {
+	for _, p := range []string{"m:", "kind:", "id:", "dir:"} {
+		if lw == p {
+			return true
+		}
+	}
+	return false
+}
+
+// methodOf is r's method, or for a response that names none, its request's.
+func methodOf(r *cassette.Record, m MatchInfo) string {
+	if r.Method == "" {
+		return m.Method
+	}
+	return r.Method
+}
+
+func dirTest(d cassette.Dir) func(*cassette.Record, MatchInfo) bool {
+	return func(r *cassette.Record, _ MatchInfo) bool { return r.K == cassette.KindFrame && r.D == d }
+}
+
+// isErrorFrame: a response that reports an error (JSON-RPC "error", DAP or
+// opi/pi "success":false), or a frame that is not valid for its protocol.
+func isErrorFrame(r *cassette.Record) bool {
+	if r.K != cassette.KindFrame {
+		return false
+	}
+	if r.Kind == "invalid" || r.JSON == nil {
+		return true
+	}
+	if r.Kind != "response" {
+		return false
+	}
+	return bytes.Contains(r.JSON, []byte(`"error"`)) && jsonHasMember(r.JSON, "error") ||
+		bytes.Contains(r.JSON, []byte(`"success":false`))
+}
+
+// jsonHasMember reports whether the object b has a top-level member key.
+func jsonHasMember(b []byte, key string) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b, &m) != nil {
+		return false
+	}
+	_, ok := m[key]
+	return ok
+}
+
+// NeedsAnalysis reports whether the filter asks what the analysis finds
+// (err, slow>, a negated v): a view should be filled once the analysis has
+// caught up.
+func (f Filter) NeedsAnalysis() bool {
+	for _, w := range strings.Fields(strings.ToLower(strings.ReplaceAll(f.Expr, "&", " "))) {
+		w = strings.TrimLeft(w, "!")
+		if w == "err" || w == "error" || w == "errors" || strings.HasPrefix(w, "slow>") || w == "v" || w == "violations" {
+			return true
+		}
+	}
+	return false
+}
+
 // Active reports whether the filter excludes anything.
 func (f Filter) Active() bool {
-	return f.Dir != "" || f.Method != "" || len(f.Text) > 0 || f.Regex != nil || f.ViolationsOnly || f.HideChunks || f.HideAux
+	return f.Dir != "" || f.Method != "" || len(f.Text) > 0 || f.Regex != nil || f.ViolationsOnly || f.HideChunks || f.HideAux ||
+		len(f.terms) > 0
 }
 
 // String is a short description for the status line.
@@ -87,9 +272,10 @@ func (f Filter) String() string {
 	return strings.Join(parts, " ")
 }
 
-// Match reports whether r (already classified) passes the filter. hasViol
-// tells whether the analysis found violations about r.
-func (f *Filter) Match(r *cassette.Record, hasViol bool) bool {
+// Match reports whether r (already classified) passes the filter. m is
+// what the analysis knows about r.
+func (f *Filter) Match(r *cassette.Record, m MatchInfo) bool {
+	hasViol := m.Violations
 	aux := r.K != cassette.KindFrame && r.K != cassette.KindViolation
 	if f.HideAux && aux {
 		return false
@@ -100,7 +286,7 @@ func (f *Filter) Match(r *cassette.Record, hasViol bool) bool {
 	if f.Dir != "" && (r.K != cassette.KindFrame || r.D != f.Dir) {
 		return false
 	}
-	if f.Method != "" && !strings.Contains(strings.ToLower(r.Method), strings.ToLower(f.Method)) {
+	if f.Method != "" && !strings.Contains(strings.ToLower(methodOf(r, m)), strings.ToLower(f.Method)) {
 		return false
 	}
 	if f.HideChunks && IsChunk(r) {
@@ -118,6 +304,11 @@ func (f *Filter) Match(r *cassette.Record, hasViol bool) bool {
 					return false
 				}
 			}
+		}
+	}
+	for _, t := range f.terms {
+		if t.test(r, m) == t.neg {
+			return false
 		}
 	}
 	return true

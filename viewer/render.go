@@ -12,7 +12,15 @@ import (
 )
 
 // Columns of the frame list, in order.
-var Columns = []string{"#", "TIME", "DELTA", "", "KIND", "METHOD/TYPE", "ID", "SIZE", "LATENCY", "!"}
+// SUMMARY comes last, so that a narrow terminal cuts it before LATENCY.
+var Columns = []string{"#", "TIME", "DELTA", "", "KIND", "METHOD/TYPE", "ID", "SIZE", "LATENCY", "!", "SUMMARY"}
+
+// Column indices the table treats specially.
+const (
+	colMethod  = 5
+	colID      = 6
+	colSummary = 10
+)
 
 // Cell is one rendered table cell: text and colour, independent of tview.
 type Cell struct {
@@ -90,12 +98,15 @@ func RowCells(row *Row, dimAux bool) []Cell {
 		color = colorViolation
 	}
 	dim := dimAux && row.K != cassette.KindFrame && row.K != cassette.KindViolation
-	kind, method, id, size, lat := "", "", "", "", ""
+	// What is not a method (an event's description, a line that is not
+	// JSON) goes to SUMMARY, so that METHOD/TYPE is as wide as the
+	// methods are.
+	kind, method, id, size, lat, summary := "", "", "", "", "", row.Summary
 	switch row.K {
 	case cassette.KindFrame:
 		kind, method, id = KindAbbrev(row.Kind), row.Method, row.ID
 		if row.Label != "" && row.Method == "" {
-			method = row.Label
+			summary = row.Label
 		}
 		size = FormatSize(row.Size)
 		if row.Kind == "response" && row.Paired {
@@ -105,9 +116,9 @@ func RowCells(row *Row, dimAux bool) []Cell {
 			lat = "…"
 		}
 	case cassette.KindStderr:
-		kind, method, size = "stderr", row.Label, FormatSize(row.Size)
+		kind, summary, size = "stderr", row.Label, FormatSize(row.Size)
 	default:
-		kind, method = string(row.K), row.Label
+		kind, summary = string(row.K), row.Label
 	}
 	mark := ""
 	if row.Violations > 0 {
@@ -127,6 +138,7 @@ func RowCells(row *Row, dimAux bool) []Cell {
 		{Text: size, Color: colorDim, Right: true},
 		{Text: lat, Color: colorPlain, Right: true},
 		{Text: mark, Color: colorViolation},
+		{Text: summary, Color: color},
 	}
 	if dim {
 		for i := range cells {

@@ -15,6 +15,7 @@ type listContent struct {
 	store *Store
 	view  func() *View
 	dim   func() bool
+	width func() int // the table's width on screen (nil: assume 120)
 
 	mu    sync.Mutex
 	cache map[int][]Cell // rendered rows of the current draw
@@ -47,7 +48,7 @@ func (c *listContent) GetCell(row, col int) *tview.TableCell {
 		if alignRight(col) {
 			cell.SetAlign(tview.AlignRight)
 		}
-		if col == 5 {
+		if col == colSummary {
 			cell.SetExpansion(1)
 		}
 		return cell
@@ -61,16 +62,34 @@ func (c *listContent) GetCell(row, col int) *tview.TableCell {
 	if ce.Right {
 		cell.SetAlign(tview.AlignRight)
 	}
-	if col == 5 {
-		cell.SetMaxWidth(60).SetExpansion(1)
-	}
-	if col == 6 {
+	switch col {
+	case colMethod:
+		cell.SetMaxWidth(c.methodWidth())
+	case colID:
 		cell.SetMaxWidth(16)
+	case colSummary:
+		cell.SetExpansion(1)
 	}
 	return cell
 }
 
 func alignRight(col int) bool { return col <= 2 || col == 7 || col == 8 }
+
+// fixedWidth is what the columns other than METHOD/TYPE and SUMMARY take
+// in a common session, with the space between columns: # (8), TIME (9),
+// DELTA (8), arrow (1), KIND (5), ID (4), SIZE (5), LATENCY (7), ! (3).
+const fixedWidth = 8 + 9 + 8 + 1 + 5 + 4 + 5 + 7 + 3 + 10
+
+// methodWidth is the widest METHOD/TYPE may be: up to 40 columns, less on
+// a narrow screen, so that LATENCY and ! always stay in view (SUMMARY, the
+// last column, is what a narrow screen cuts).
+func (c *listContent) methodWidth() int {
+	w := 120
+	if c.width != nil {
+		w = c.width()
+	}
+	return min(40, max(12, w-fixedWidth))
+}
 
 // rowBlock is how many rows the table renders at once on a cache miss.
 const rowBlock = 64

@@ -94,7 +94,7 @@ func (s *Store) Fill(v *View, budget int) bool {
 		cand = slices.Compact(cand)
 		var pos []int
 		for _, p := range cand {
-			if r, ok := s.Record(p); ok && v.filter.Match(&r, true) {
+			if r, ok := s.Record(p); ok && v.filter.Match(&r, s.matchInfo(r.N, true)) {
 				pos = append(pos, p)
 			}
 		}
@@ -118,7 +118,7 @@ func (s *Store) Fill(v *View, budget int) bool {
 		for i := range recs {
 			r := recs[i]
 			s.classify.Fill(&r)
-			if v.filter.Match(&r, s.hasViolations(r.N)) {
+			if v.filter.Match(&r, s.matchInfo(r.N, false)) {
 				add = append(add, int(r.N))
 			}
 		}
@@ -158,7 +158,7 @@ func (s *Store) Search(v *View, f *Filter, from int, back bool, budget int) (row
 			}
 			r := recs[k]
 			s.classify.Fill(&r)
-			if f.Match(&r, s.hasViolations(r.N)) {
+			if f.Match(&r, s.matchInfo(r.N, false)) {
 				return lo + k, true, true
 			}
 			examined++
@@ -191,8 +191,24 @@ func (s *Store) rowRecords(v *View, lo, hi int) []cassette.Record {
 	return out
 }
 
-func (s *Store) hasViolations(n uint64) bool {
+// matchInfo is what the analysis knows of record n for a filter (viol:
+// the caller knows it has violations).
+func (s *Store) matchInfo(n uint64, viol bool) MatchInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.an.Violations(n)) > 0
+	m := MatchInfo{Violations: viol || len(s.an.Violations(n)) > 0}
+	partner, lat, paired := s.an.Pair(n)
+	s.mu.Unlock()
+	if paired && partner < n {
+		m.Latency = lat
+		if r, ok := s.Record(int(partner)); ok {
+			m.Method = r.Method
+			if m.Method == "" {
+				s.classify.Fill(&r)
+				m.Method = r.Method
+			}
+		}
+	}
+	s.mu.Lock()
+	return m
 }

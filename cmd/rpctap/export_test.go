@@ -1,74 +1,24 @@
 package main
 
 import (
-	"bytes"
-	"compress/gzip"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"path/filepath"
-	"strings"
-	"sync/atomic"
 	"testing"
 
-	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/protobuf/proto"
+	"github.com/rpctap/rpctap/internal/export"
 )
 
-// TestExportSend: `rpctap export --format otlp --send` posts the demo
-// sample's spans to the endpoint in OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
-// (gzip-compressed as OTEL_EXPORTER_OTLP_COMPRESSION asks), writes nothing
-// on stdout and says on stderr how many spans went where.
-func TestExportSend(t *testing.T) {
-	var spans, gz atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Content-Encoding") == "gzip" {
-			gz.Add(1)
+// TestProgressBar: the bar's cells, share and figures.
+func TestProgressBar(t *testing.T) {
+	for _, c := range []struct {
+		p    export.Progress
+		want string
+	}{
+		{export.Progress{Read: 0, Size: 1 << 30}, "rpctap export [······························]   0% 0 B of 1 GiB, 0 records"},
+		{export.Progress{Read: 1 << 29, Size: 1 << 30, Records: 123456}, "rpctap export [███████████████···············]  50% 512 MiB of 1 GiB, 123456 records"},
+		{export.Progress{Read: 3 << 30, Size: 1 << 30, Records: 9}, "rpctap export [██████████████████████████████] 100% 3 GiB of 1 GiB, 9 records"},
+		{export.Progress{Read: 10, Size: 0}, "rpctap export [······························]   0% 10 B of 0 B, 0 records"},
+	} {
+		if got := progressBar(c.p); got != c.want {
+			t.Errorf("progressBar(%+v)\n got %q\nwant %q", c.p, got, c.want)
 		}
-		body, _ := io.ReadAll(r.Body)
-		if r.Header.Get("Content-Encoding") == "gzip" {
-			body = gunzip(t, body)
-		}
-		var req coltrace.ExportTraceServiceRequest
-		if err := proto.Unmarshal(body, &req); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		for _, rs := range req.ResourceSpans {
-			for _, ss := range rs.ScopeSpans {
-				spans.Add(int64(len(ss.Spans)))
-			}
-		}
-		w.Header().Set("Content-Type", "application/x-protobuf")
-	}))
-	defer srv.Close()
-	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", srv.URL+"/v1/traces")
-	t.Setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")
-	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "")
-	cas, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "cassettes", "acp-go.cassette"))
-	var out, errb bytes.Buffer
-	err := runExport(&exportOptions{Format: "otlp", Send: true}, cas, Stdio{Out: &out, Err: &errb})
-	if err != nil {
-		t.Fatal(err)
 	}
-	// 14 frames' exchanges and 2 tool calls, as the OTLP/JSON golden has
-	if spans.Load() != 14 || gz.Load() == 0 || out.Len() != 0 {
-		t.Errorf("%d spans arrived (%d gzipped requests), stdout %q", spans.Load(), gz.Load(), out.String())
-	}
-	if want := "rpctap export: sent 14 spans (http/protobuf " + srv.URL + "/v1/traces)\n"; errb.String() != want {
-		t.Errorf("stderr %q, want %q", errb.String(), want)
-	}
-	if strings.Count(errb.String(), "\n") != 1 {
-		t.Errorf("stderr: %q", errb.String())
-	}
-}
-
-func gunzip(t *testing.T, b []byte) []byte {
-	zr, err := gzip.NewReader(bytes.NewReader(b))
-	if err != nil {
-		t.Error(err)
-		return nil
-	}
-	out, _ := io.ReadAll(zr)
-	return out
 }

@@ -2,11 +2,16 @@ package export
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"strconv"
 	"time"
+
+	"github.com/rpctap/rpctap/protocol"
 )
 
 // jsonStream writes a JSON document whose one array grows entry by entry:
@@ -163,6 +168,236 @@ func (t *Trace) Exchange(x *Exchange) error {
 }
 
 func (t *Trace) End() error { return t.js.end() }
+
+// ---- OpenTelemetry OTLP/JSON
+
+// OTLP writes one OTLP/JSON ExportTraceServiceRequest (docs/export.md
+// "OpenTelemetry"): a span per request, named "{method} {target}" as the
+// MCP semantic conventions name them, kind CLIENT (the sender's view), with
+// jsonrpc.request.id, rpc.method, mcp.method.name (MCP), gen_ai.tool.name,
+// gen_ai.operation.name, gen_ai.conversation.id (the ACP session),
+// error.type and network.transport=pipe; payloads only when asked.
+// Notifications are spans of zero length. All spans share one trace (the
+// session), its id derived from the protocol and the session's start.
+type OTLP struct {
+	s        Session
+	js       *jsonStream
+	payloads bool
+	trace    string
+	// prompts maps an ACP session id to the span id of its open
+	// session/prompt: what happens in that session until the prompt is
+	// answered (updates, permission requests, file reads, tool calls) is
+	// a child of the prompt's span.
+	prompts map[string]string
+	// tools holds the ACP tool calls started and not yet finished, by
+	// toolCallId.
+	tools map[string]*toolCall
+	// send, when set, receives each span instead of the JSON stream
+	// (NewOTLPSender: spans go to an endpoint through the OTel SDK).
+	send *sdkSender
+}
+
+// emit writes one span (in its OTLP/JSON form) to the stream or the sender.
+func (o *OTLP) emit(span map[string]any) error {
+	if o.send != nil {
+		return o.send.add(span)
+	}
+	return o.js.entry(span)
+}
+
+// toolCall is an ACP tool call between its tool_call update and the
+// tool_call_update that completes it.
+type toolCall struct {
+	id, title, kind, session string
+	parent                   string // the prompt's span id
+	start                    int64
+	record                   uint64
+}
+
+// NewOTLP writes to w; payloads adds rpctap.request.body and
+// rpctap.response.body.
+func NewOTLP(w io.Writer, payloads bool) *OTLP {
+	return &OTLP{js: newJSONStream(w), payloads: payloads}
+}
+
+func (o *OTLP) Begin(s Session) error {
+	o.s = s
+	sum := sha256.Sum256([]byte(s.Protocol + "\x00" + s.Created.UTC().Format(time.RFC3339Nano)))
+	o.trace = hex.EncodeToString(sum[:16])
+	if o.send != nil {
+		return o.send.begin(s)
+	}
+	o.js.tail = "\n]}]}]}\n"
+	res := []any{attr("service.name", "rpctap"), attr("rpctap.cassette", s.File), attr("rpctap.protocol", orRaw(s.Protocol))}
+	b, _ := json.Marshal(res)
+	_, err := fmt.Fprintf(o.js.w, `{"resourceSpans":[{"resource":{"attributes":%s},"scopeSpans":[{"scope":{"name":"rpctap","version":"1"},"spans":[`+"\n", b)
+	return err
+}
+
+func attr(k string, v any) map[string]any {
+	switch x := v.(type) {
+	case string:
+		return map[string]any{"key": k, "value": map[string]any{"stringValue": x}}
+	case int64:
+		return map[string]any{"key": k, "value": map[string]any{"intValue": strconv.FormatInt(x, 10)}}
+	}
+	return map[string]any{"key": k, "value": map[string]any{"stringValue": fmt.Sprint(v)}}
+}
+
+// spanID is a frame's span id, derived from its record and direction.
+func spanID(f *Frame) string {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d/%s", f.Record, f.Dir)
+	return fmt.Sprintf("%016x", h.Sum64())
+}
+
+// Request notes an ACP session/prompt as it starts (RequestWatcher).
+func (o *OTLP) Request(f *Frame) {
+	if f.Method != "session/prompt" {
+		return
+	}
+	if sid := protocol.CallFactsOf(o.s.Protocol, f.Method, f.Payload).Conversation; sid != "" {
+		if o.prompts == nil {
+			o.prompts = map[string]string{}
+		}
+		o.prompts[sid] = spanID(f)
+	}
+}
+
+// toolSpans turns ACP tool_call updates into spans: one per tool call, from
+// the update that started it to the one that completed or failed it, named
+// "execute_tool TITLE", a child of the prompt.
+func (o *OTLP) toolSpans(x *Exchange, session string) error {
+	u := protocol.ToolCallUpdateOf(x.Request.Payload)
+	if u.ID == "" {
+		return nil
+	}
+	if o.tools == nil {
+		o.tools = map[string]*toolCall{}
+	}
+	tc := o.tools[u.ID]
+	if tc == nil {
+		if !u.Start {
+			return nil // an update of a call that started before the recording
+		}
+		tc = &toolCall{id: u.ID, title: u.Title, kind: u.Kind, session: session, parent: o.prompts[session],
+			start: x.Request.T, record: x.Request.Record}
+		o.tools[u.ID] = tc
+	}
+	if u.Title != "" {
+		tc.title = u.Title
+	}
+	if u.Status != "completed" && u.Status != "failed" {
+		return nil
+	}
+	delete(o.tools, u.ID)
+	attrs := []any{attr("gen_ai.operation.name", "execute_tool"), attr("gen_ai.tool.name", tc.title),
+		attr("gen_ai.tool.call.id", tc.id), attr("gen_ai.conversation.id", tc.session), attr("network.transport", "pipe"),
+		attr("rpctap.record", int64(tc.record))}
+	if tc.kind != "" {
+		attrs = append(attrs, attr("gen_ai.tool.type", tc.kind))
+	}
+	status := map[string]any{}
+	if u.Status == "failed" {
+		attrs = append(attrs, attr("error.type", "tool_call_failed"))
+		status = map[string]any{"code": 2, "message": "tool call failed"}
+	}
+	h := fnv.New64a()
+	fmt.Fprintf(h, "tool/%s/%d", tc.id, tc.record)
+	span := map[string]any{
+		"traceId": o.trace, "spanId": fmt.Sprintf("%016x", h.Sum64()), "name": "execute_tool " + tc.title, "kind": 1,
+		"startTimeUnixNano": strconv.FormatInt(at(o.s, tc.start).UnixNano(), 10),
+		"endTimeUnixNano":   strconv.FormatInt(at(o.s, x.Request.T).UnixNano(), 10),
+		"attributes":        attrs, "status": status,
+	}
+	if tc.parent != "" {
+		span["parentSpanId"] = tc.parent
+	}
+	return o.emit(span)
+}
+
+func (o *OTLP) Exchange(x *Exchange) error {
+	req := x.Request
+	facts := protocol.CallFactsOf(o.s.Protocol, req.Method, req.Payload)
+	name := orRaw(req.Method)
+	if facts.Target != "" {
+		name += " " + facts.Target
+	}
+	spanID := spanID(req)
+	parent := ""
+	if facts.Conversation != "" && req.Method != "session/prompt" {
+		parent = o.prompts[facts.Conversation]
+	}
+	if req.Method == "session/update" {
+		if err := o.toolSpans(x, facts.Conversation); err != nil {
+			return err
+		}
+	}
+	if req.Method == "session/prompt" && x.Response != nil {
+		delete(o.prompts, facts.Conversation)
+	}
+	start := at(o.s, req.T).UnixNano()
+	end := start
+	attrs := []any{attr("rpc.method", req.Method), attr("network.transport", "pipe"), attr("rpctap.direction", req.Dir), attr("rpctap.record", int64(req.Record))}
+	if o.s.Protocol == "mcp" {
+		attrs = append(attrs, attr("mcp.method.name", req.Method))
+	}
+	if o.s.Protocol == "acp" || o.s.Protocol == "mcp" || o.s.Protocol == "jsonrpc" || o.s.Protocol == "lsp" {
+		attrs = append(attrs, attr("rpc.system", "jsonrpc"))
+	}
+	if req.ID != "" {
+		attrs = append(attrs, attr("jsonrpc.request.id", req.ID))
+	}
+	if facts.Tool != "" {
+		attrs = append(attrs, attr("gen_ai.tool.name", facts.Tool))
+	}
+	if facts.Operation != "" {
+		attrs = append(attrs, attr("gen_ai.operation.name", facts.Operation))
+	}
+	if facts.Conversation != "" {
+		attrs = append(attrs, attr("gen_ai.conversation.id", facts.Conversation))
+	}
+	status := map[string]any{}
+	kind := 3 // SPAN_KIND_CLIENT
+	if x.Notification {
+		kind = 1 // SPAN_KIND_INTERNAL
+	}
+	if x.Response != nil {
+		end = at(o.s, x.Response.T).UnixNano()
+		if code, msg, ok := errorOf(x.Response.Payload); ok {
+			attrs = append(attrs, attr("error.type", strconv.FormatInt(code, 10)))
+			if code != 0 {
+				attrs = append(attrs, attr("rpc.jsonrpc.error_code", code))
+			}
+			status = map[string]any{"code": 2, "message": msg} // STATUS_CODE_ERROR
+		}
+		if o.payloads {
+			attrs = append(attrs, attr("rpctap.response.body", string(x.Response.Payload)))
+		}
+	} else if !x.Notification {
+		attrs = append(attrs, attr("error.type", "unanswered"))
+		status = map[string]any{"code": 2, "message": "never answered"}
+	}
+	if o.payloads {
+		attrs = append(attrs, attr("rpctap.request.body", string(req.Payload)))
+	}
+	span := map[string]any{
+		"traceId": o.trace, "spanId": spanID, "name": name, "kind": kind,
+		"startTimeUnixNano": strconv.FormatInt(start, 10), "endTimeUnixNano": strconv.FormatInt(end, 10),
+		"attributes": attrs, "status": status,
+	}
+	if parent != "" {
+		span["parentSpanId"] = parent
+	}
+	return o.emit(span)
+}
+
+func (o *OTLP) End() error {
+	if o.send != nil {
+		return o.send.end()
+	}
+	return o.js.end()
+}
 
 func orRaw(p string) string {
 	if p == "" {
