@@ -31,12 +31,13 @@ func goldenCassettes(t *testing.T) map[string]string {
 	if err := replaytest.WriteFile(mcp, recs, true); err != nil {
 		t.Fatal(err)
 	}
-	return map[string]string{"acp": acp, "mcp": mcp}
+	demo, _ := filepath.Abs(filepath.Join("..", "..", "viewer", "testdata", "demo.cassette"))
+	return map[string]string{"acp": acp, "mcp": mcp, "demo": demo}
 }
 
 func TestGoldens(t *testing.T) {
 	for name, path := range goldenCassettes(t) {
-		for _, format := range []string{"har", "trace", "otlp"} {
+		for _, format := range []string{"har", "trace", "otlp", "html"} {
 			t.Run(name+"-"+format, func(t *testing.T) {
 				var b bytes.Buffer
 				var w Writer
@@ -45,6 +46,8 @@ func TestGoldens(t *testing.T) {
 					w = NewHAR(&b)
 				case "trace":
 					w = NewTrace(&b)
+				case "html":
+					w = NewHTML(&b)
 				default:
 					w = NewOTLP(&b, false)
 				}
@@ -52,10 +55,13 @@ func TestGoldens(t *testing.T) {
 					t.Fatal(err)
 				}
 				got := bytes.ReplaceAll(b.Bytes(), []byte(path), []byte("CASSETTE"))
-				if !json.Valid(got) {
+				ext := ".golden.json"
+				if format == "html" {
+					ext = ".golden.html"
+				} else if !json.Valid(got) {
 					t.Fatalf("not JSON:\n%s", got)
 				}
-				golden := filepath.Join("testdata", name+"."+format+".golden.json")
+				golden := filepath.Join("testdata", name+"."+format+ext)
 				if *update {
 					os.WriteFile(golden, got, 0o644)
 				}
