@@ -121,8 +121,13 @@ service:
 		if prompt == nil {
 			t.Fatalf("no session/prompt span id in:\n%s", got)
 		}
-		if n := strings.Count(got, "Parent ID      : "+prompt[1]); n < 8 {
-			t.Errorf("over %s %d spans have the prompt %s as parent, want its updates and tool calls", proto.name, n, prompt[1])
+		// 4 agent messages and 2 tool calls under the prompt.
+		if n := strings.Count(got, "Parent ID      : "+prompt[1]); n != 6 {
+			t.Errorf("over %s %d spans have the prompt %s as parent, want 6 (its 4 messages and 2 tool calls)", proto.name, n, prompt[1])
+		}
+		// the finish reason arrives as a string array
+		if !strings.Contains(got, "-> gen_ai.response.finish_reasons: Slice([\"end_turn\"])") {
+			t.Errorf("over %s the prompt's finish reason did not arrive", proto.name)
 		}
 	}
 }

@@ -170,6 +170,14 @@ func stubOf(m map[string]any) (tracetest.SpanStub, error) {
 		case v["intValue"] != nil:
 			n, _ := strconv.ParseInt(v["intValue"].(string), 10, 64)
 			st.Attributes = append(st.Attributes, attribute.Int64(k, n))
+		case v["arrayValue"] != nil:
+			var ss []string
+			vals, _ := v["arrayValue"].(map[string]any)["values"].([]any)
+			for _, e := range vals {
+				s, _ := e.(map[string]any)["stringValue"].(string)
+				ss = append(ss, s)
+			}
+			st.Attributes = append(st.Attributes, attribute.StringSlice(k, ss))
 		}
 	}
 	if status, _ := m["status"].(map[string]any); status["code"] == 2 {
