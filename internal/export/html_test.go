@@ -3,6 +3,8 @@ package export
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"golang.org/x/net/html"
 	"image"
 	_ "image/png"
 	"os"
@@ -152,4 +154,63 @@ func outputDir(t *testing.T) string {
 		return d
 	}
 	return t.TempDir()
+}
+
+// htmlOutline is a report's structure, not its bytes: the element tree
+// (tag, id, class, type; style and script bodies left out), the text the
+// server wrote into the transcript, then one line per row of the data
+// block (what the script draws the list and detail from).
+func htmlOutline(t *testing.T, page string) string {
+	t.Helper()
+	var b strings.Builder
+	z := html.NewTokenizer(strings.NewReader(page))
+	depth, inTranscript := 0, -1
+	void := map[string]bool{"meta": true, "input": true, "br": true, "img": true, "link": true, "hr": true}
+	for {
+		tt := z.Next()
+		if tt == html.ErrorToken {
+			break
+		}
+		tok := z.Token()
+		switch tt {
+		case html.StartTagToken, html.SelfClosingTagToken:
+			line := tok.Data
+			for _, a := range tok.Attr {
+				switch a.Key {
+				case "id", "class", "type", "hidden", "lang", "charset":
+					line += fmt.Sprintf(" %s=%q", a.Key, a.Val)
+				}
+				if a.Key == "id" && a.Val == "transcript" {
+					inTranscript = depth
+				}
+			}
+			fmt.Fprintf(&b, "%s%s\n", strings.Repeat("  ", depth), line)
+			if tt == html.StartTagToken && !void[tok.Data] {
+				depth++
+			}
+		case html.EndTagToken:
+			depth--
+			if depth == inTranscript {
+				inTranscript = -1
+			}
+		case html.TextToken:
+			if text := strings.TrimSpace(tok.Data); inTranscript >= 0 && text != "" {
+				fmt.Fprintf(&b, "%s%q\n", strings.Repeat("  ", depth), text)
+			}
+		}
+	}
+	b.WriteString("-- data\n")
+	m := regexp.MustCompile(`(?s)<script id="data" type="application/json">(.*?)</script>`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("no data block")
+	}
+	var rows []htmlRow
+	if err := json.Unmarshal([]byte(m[1]), &rows); err != nil {
+		t.Fatalf("data block: %v", err)
+	}
+	for _, r := range rows {
+		fmt.Fprintf(&b, "#%d %s %s %s id=%s lat=%d err=%v answer=#%d %q request=%dB response=%dB\n",
+			r.N, r.Dir, r.Kind, r.Method, r.ID, r.Latency, r.Error, r.RespN, r.Summary, len(r.Request), len(r.Response))
+	}
+	return b.String()
 }

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/instrumentation"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -21,10 +22,11 @@ import (
 )
 
 // This file sends the OTLP writer's spans to an endpoint with the official
-// OpenTelemetry Go SDK's OTLP/HTTP exporter, which reads the standard
-// OTEL_EXPORTER_OTLP_* variables itself (ENDPOINT and TRACES_ENDPOINT,
-// HEADERS, TIMEOUT, COMPRESSION, CERTIFICATE, and an http:// endpoint for
-// plain text). The spans keep the recorded times and ids: they are handed to
+// OpenTelemetry Go SDK's OTLP exporters (HTTP or gRPC, as
+// OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL says), which read the standard
+// OTEL_EXPORTER_OTLP_* variables themselves (ENDPOINT and TRACES_ENDPOINT,
+// HEADERS, TIMEOUT, COMPRESSION, CERTIFICATE, INSECURE, and an http://
+// endpoint for plain text). The spans keep the recorded times and ids: they are handed to
 // the exporter as finished spans (tracetest.SpanStub), not re-created by a
 // tracer.
 
@@ -45,17 +47,35 @@ func SendConfigured() bool {
 	return os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
 }
 
-// NewOTLPSender returns an OTLP writer that sends its spans to the endpoint
-// the OTEL_EXPORTER_OTLP_* variables name, over OTLP/HTTP (protobuf).
-// OTEL_EXPORTER_OTLP_PROTOCOL, when set, must be http/protobuf: gRPC is not
-// built in. payloads as for NewOTLP. Sent reports how many spans went out.
-func NewOTLPSender(ctx context.Context, payloads bool) (*OTLP, error) {
+// SendProtocol is the OTLP protocol the standard variables ask for:
+// OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL,
+// else http/protobuf (the specification's default).
+func SendProtocol() string {
 	for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
-		if p := os.Getenv(k); p != "" && p != "http/protobuf" {
-			return nil, fmt.Errorf("%s=%s: rpctap sends OTLP over http/protobuf only (set it to http/protobuf, or use an OTLP/HTTP endpoint, usually port 4318)", k, p)
+		if p := strings.TrimSpace(os.Getenv(k)); p != "" {
+			return p
 		}
 	}
-	exp, err := otlptracehttp.New(ctx)
+	return "http/protobuf"
+}
+
+// NewOTLPSender returns an OTLP writer that sends its spans to the endpoint
+// the OTEL_EXPORTER_OTLP_* variables name, over the protocol SendProtocol
+// names: http/protobuf (otlptracehttp) or grpc (otlptracegrpc, plain text
+// for an http:// endpoint or with OTEL_EXPORTER_OTLP_INSECURE=true). The
+// SDK has no http/json exporter, so that protocol is refused with what to
+// do instead. payloads as for NewOTLP. Sent reports how many spans went out.
+func NewOTLPSender(ctx context.Context, payloads bool) (*OTLP, error) {
+	var exp *otlptrace.Exporter
+	var err error
+	switch p := SendProtocol(); p {
+	case "http/protobuf":
+		exp, err = otlptracehttp.New(ctx)
+	case "grpc":
+		exp, err = otlptracegrpc.New(ctx)
+	default:
+		return nil, fmt.Errorf("OTLP protocol %q cannot be sent: the OpenTelemetry SDK sends http/protobuf or grpc (or write OTLP/JSON with -o and post that file)", p)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -150,6 +170,14 @@ func stubOf(m map[string]any) (tracetest.SpanStub, error) {
 		case v["intValue"] != nil:
 			n, _ := strconv.ParseInt(v["intValue"].(string), 10, 64)
 			st.Attributes = append(st.Attributes, attribute.Int64(k, n))
+		case v["arrayValue"] != nil:
+			var ss []string
+			vals, _ := v["arrayValue"].(map[string]any)["values"].([]any)
+			for _, e := range vals {
+				s, _ := e.(map[string]any)["stringValue"].(string)
+				ss = append(ss, s)
+			}
+			st.Attributes = append(st.Attributes, attribute.StringSlice(k, ss))
 		}
 	}
 	if status, _ := m["status"].(map[string]any); status["code"] == 2 {
