@@ -127,6 +127,12 @@ type CallFacts struct {
 	Tool         string // gen_ai.tool.name
 	Operation    string // gen_ai.operation.name
 	Conversation string // gen_ai.conversation.id
+	// MethodAttr is the attribute the protocol's semantic conventions
+	// name the method by ("mcp.method.name"), "" when they name none.
+	MethodAttr string
+	// RPCSystem is the rpc.system the protocol speaks ("jsonrpc" for the
+	// JSON-RPC protocols), "" for others.
+	RPCSystem string
 }
 
 // CallFactsOf reads them from a request frame of method in protocol proto:
@@ -143,8 +149,12 @@ func CallFactsOf(proto, method string, request []byte) CallFacts {
 		return s
 	}
 	var f CallFacts
+	if WireOf(proto).Style == StyleJSONRPC {
+		f.RPCSystem = "jsonrpc"
+	}
 	switch proto {
 	case "mcp":
+		f.MethodAttr = "mcp.method.name"
 		switch method {
 		case "tools/call":
 			f.Target, f.Tool, f.Operation = str("name"), str("name"), "execute_tool"

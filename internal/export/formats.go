@@ -429,11 +429,11 @@ func (o *OTLP) Exchange(x *Exchange) error {
 	start := at(o.s, req.T).UnixNano()
 	end := start
 	attrs := []any{attr("rpc.method", req.Method), attr("network.transport", "pipe"), attr("rpctap.direction", req.Dir), attr("rpctap.record", int64(req.Record))}
-	if o.s.Protocol == "mcp" {
-		attrs = append(attrs, attr("mcp.method.name", req.Method))
+	if facts.MethodAttr != "" {
+		attrs = append(attrs, attr(facts.MethodAttr, req.Method))
 	}
-	if o.s.Protocol == "acp" || o.s.Protocol == "mcp" || o.s.Protocol == "jsonrpc" || o.s.Protocol == "lsp" {
-		attrs = append(attrs, attr("rpc.system", "jsonrpc"))
+	if facts.RPCSystem != "" {
+		attrs = append(attrs, attr("rpc.system", facts.RPCSystem))
 	}
 	if req.ID != "" {
 		attrs = append(attrs, attr("jsonrpc.request.id", req.ID))
