@@ -75,6 +75,8 @@ type App struct {
 	history    []int // record positions jumped from (p), for backspace
 	msg        string
 	selecting  bool // a programmatic selection is under way
+	lastW      int  // the screen size at the last draw (a resize re-shows the selection)
+	lastH      int
 
 	// background work
 	jobs       atomic.Int64
@@ -152,7 +154,28 @@ func (a *App) build() {
 	a.root = tview.NewPages().AddPage("main", layout, true, true).AddPage("help", overlay, true, false)
 	a.tv.SetRoot(a.root, true).SetFocus(a.table)
 	a.tv.SetInputCapture(a.handleKey)
-	a.tv.SetBeforeDrawFunc(func(tcell.Screen) bool { a.content.invalidate(); a.refreshStatus(); return false })
+	a.tv.SetBeforeDrawFunc(a.beforeDraw)
+}
+
+// beforeDraw runs on the UI goroutine before each draw: rows are rendered
+// afresh (the analysis may have paired or marked some since), the columns
+// are fitted to the width, and after a resize the selection is brought
+// back into sight.
+func (a *App) beforeDraw(scr tcell.Screen) bool {
+	a.content.invalidate()
+	a.refreshStatus()
+	w, h := scr.Size()
+	off, _ := a.table.GetOffset()
+	a.content.fit(w, off, h)
+	if w != a.lastW || h != a.lastH {
+		resized := a.lastW != 0
+		a.lastW, a.lastH = w, h
+		if resized && a.mode == modeList {
+			row, _ := a.table.GetSelection()
+			a.selectRow(row) // tview clamps the offset to a new selection only
+		}
+	}
+	return false
 }
 
 // Run shows the App on its screen until the user quits.

@@ -87,3 +87,22 @@ func guess(r *cassette.Record) {
 		r.Kind = string(protocol.Invalid)
 	}
 }
+
+// Summary describes a frame record in a few words (protocol.Summarize with
+// the cassette's protocol; without one, JSON-RPC errors only). r must be
+// classified (Fill).
+func (c *Classifier) Summary(r *cassette.Record) string {
+	if r.K != cassette.KindFrame || r.JSON == nil || r.Part {
+		return ""
+	}
+	dir := protocol.FromParent
+	if r.D == cassette.DirOut {
+		dir = protocol.FromChild
+	}
+	var p protocol.Protocol
+	if c != nil {
+		p = c.p
+	}
+	info := protocol.Info{Kind: protocol.Kind(r.Kind), Method: r.Method, ID: string(r.ID)}
+	return protocol.Summarize(p, dir, r.JSON, info)
+}

@@ -11,8 +11,22 @@ import (
 	"github.com/rpctap/rpctap/cassette"
 )
 
-// Columns of the frame list, in order.
-var Columns = []string{"#", "TIME", "DELTA", "", "KIND", "METHOD/TYPE", "ID", "SIZE", "LATENCY", "!"}
+// Columns of the frame list, in order (the col* constants index them).
+var Columns = []string{"#", "TIME", "DELTA", "", "KIND", "METHOD/TYPE", "ID", "SUMMARY", "SIZE", "LATENCY", "!"}
+
+const (
+	colN = iota
+	colTime
+	colDelta
+	colArrow
+	colKind
+	colMethod
+	colID
+	colSummary
+	colSize
+	colLatency
+	colMark
+)
 
 // Cell is one rendered table cell: text and colour, independent of tview.
 type Cell struct {
@@ -90,12 +104,15 @@ func RowCells(row *Row, dimAux bool) []Cell {
 		color = colorViolation
 	}
 	dim := dimAux && row.K != cassette.KindFrame && row.K != cassette.KindViolation
-	kind, method, id, size, lat := "", "", "", "", ""
+	// Frames show their method and summary; other records (and frames
+	// that are not JSON) say what they are in the summary column.
+	kind, method, id, summary, size, lat := "", "", "", row.Summary, "", ""
+	summaryColor := colorPlain
 	switch row.K {
 	case cassette.KindFrame:
 		kind, method, id = KindAbbrev(row.Kind), row.Method, row.ID
 		if row.Label != "" && row.Method == "" {
-			method = row.Label
+			summary, summaryColor = row.Label, color
 		}
 		size = FormatSize(row.Size)
 		if row.Kind == "response" && row.Paired {
@@ -105,9 +122,9 @@ func RowCells(row *Row, dimAux bool) []Cell {
 			lat = "…"
 		}
 	case cassette.KindStderr:
-		kind, method, size = "stderr", row.Label, FormatSize(row.Size)
+		kind, summary, summaryColor, size = "stderr", row.Label, color, FormatSize(row.Size)
 	default:
-		kind, method = string(row.K), row.Label
+		kind, summary, summaryColor = string(row.K), row.Label, color
 	}
 	mark := ""
 	if row.Violations > 0 {
@@ -124,6 +141,7 @@ func RowCells(row *Row, dimAux bool) []Cell {
 		{Text: kind, Color: color},
 		{Text: method, Color: color},
 		{Text: id, Color: colorPlain},
+		{Text: summary, Color: summaryColor},
 		{Text: size, Color: colorDim, Right: true},
 		{Text: lat, Color: colorPlain, Right: true},
 		{Text: mark, Color: colorViolation},

@@ -25,7 +25,10 @@ type Row struct {
 	ID     string
 	Size   int    // payload bytes
 	Label  string // what to show for records that are not frames
-	Chunk  bool   // a streamed chunk (hidden by the "hide chunks" filter)
+	// Summary says in a few words what a frame carries (protocol.Summarize:
+	// an ACP update's kind and text, an MCP tool name, an error's code).
+	Summary string
+	Chunk   bool // a streamed chunk (hidden by the "hide chunks" filter)
 
 	Paired     bool
 	Pair       uint64 // the paired request or response

@@ -241,7 +241,9 @@ func (s *Store) loadPage(p int) []Row {
 			r := recs[i]
 			if int(r.N) >= from {
 				s.classify.Fill(&r)
-				rows = append(rows, Summarize(&r, prevT))
+				row := Summarize(&r, prevT)
+				row.Summary = s.classify.Summary(&r)
+				rows = append(rows, row)
 			}
 			prevT = r.T
 		}
