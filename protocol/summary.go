@@ -397,3 +397,51 @@ func eventSummary(_ Dir, frame []byte, _ Info) string {
 	}
 	return quote(f.first("message", "text", "error", "error_message", "errorMessage", "reason", "title", "name", "task_preview", "result_preview", "status", "level", "model"))
 }
+
+// ---- failures
+
+// Failer is implemented by protocols whose frames can report a failure in
+// their own way besides a JSON-RPC error (an MCP tool result with isError,
+// a pi/opi response with success false, a synaps error event).
+type Failer interface {
+	Failed(dir Dir, frame []byte, info Info) bool
+}
+
+// Failed reports whether frame reports a failure: a JSON-RPC error
+// response (spec section 5: an "error" member), or what p's Failer says.
+// p may be nil.
+func Failed(p Protocol, dir Dir, frame []byte, info Info) bool {
+	if fl, ok := p.(Failer); ok {
+		return fl.Failed(dir, frame, info)
+	}
+	return sumMembers(frame).obj("error") != nil
+}
+
+// Failed: a JSON-RPC error, or a CallToolResult with isError true (the
+// tool ran and failed, spec "Error Handling" of tools).
+func (mcpProto) Failed(_ Dir, frame []byte, _ Info) bool {
+	f := sumMembers(frame)
+	return f.obj("error") != nil || f.obj("result").is("isError", "true")
+}
+
+func (piProto) Failed(_ Dir, frame []byte, _ Info) bool     { return eventFailed(frame) }
+func (opiProto) Failed(_ Dir, frame []byte, _ Info) bool    { return eventFailed(frame) }
+func (synapsProto) Failed(_ Dir, frame []byte, _ Info) bool { return eventFailed(frame) }
+func (brainwiresProto) Failed(_ Dir, frame []byte, _ Info) bool {
+	return eventFailed(frame)
+}
+
+// eventFailed: a response with success false (pi, opi) or an error
+// member, an "error" event (synaps), a tool event that says it failed.
+func eventFailed(frame []byte) bool {
+	f := sumMembers(frame)
+	switch {
+	case f == nil:
+		return false
+	case f.str("type") == "error", f.is("success", "false"):
+		return true
+	case f.str("type") == "response" && f.str("error") != "":
+		return true
+	}
+	return f.is("isError", "true") || f.is("is_error", "true")
+}

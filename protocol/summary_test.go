@@ -118,3 +118,33 @@ func TestSummaryOnSessions(t *testing.T) {
 		t.Logf("%s: %d frames summarised, %d distinct", name, summarised, len(distinct))
 	}
 }
+
+func TestFailed(t *testing.T) {
+	cases := []struct {
+		proto, frame string
+		want         bool
+	}{
+		{"acp", `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"x"}}`, true},
+		{"acp", `{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}`, false},
+		{"mcp", `{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true}}`, true},
+		{"mcp", `{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":false}}`, false},
+		{"mcp", `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"x"}}`, true},
+		{"pi", `{"type":"response","command":"prompt","success":false,"error":"no key"}`, true},
+		{"pi", `{"type":"response","command":"get_state","success":true}`, false},
+		{"pi", `{"type":"tool_execution_end","toolName":"bash","isError":true}`, true},
+		{"opi", `{"type":"ToolExecutionEnd","tool_name":"read","is_error":false}`, false},
+		{"synaps", `{"type":"error","id":"10","message":"provider returned 529"}`, true},
+		{"jsonrpc", `{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"x"}}`, true},
+		{"", `{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"x"}}`, true},
+		{"", `not json`, false},
+	}
+	for _, c := range cases {
+		var p Protocol
+		if c.proto != "" {
+			p, _ = Lookup(c.proto)
+		}
+		if got := Failed(p, FromChild, []byte(c.frame), Info{}); got != c.want {
+			t.Errorf("%s %s: Failed = %v, want %v", c.proto, c.frame, got, c.want)
+		}
+	}
+}

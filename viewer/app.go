@@ -3,7 +3,6 @@ package viewer
 import (
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,7 +54,8 @@ type App struct {
 	body    *tview.Flex
 	main    *tview.Pages // "list", "text"
 	text    *tview.TextView
-	bottom  *tview.Pages // "status", "input"
+	layout  *tview.Flex // title, main, bottom
+	bottom  *tview.Flex // the input line (0 rows when closed) over the status line
 	status  *tview.TextView
 	input   *tview.InputField
 	help    *tview.TextView
@@ -65,12 +65,12 @@ type App struct {
 	mode       mode
 	detailOpen bool
 	helpOpen   bool
-	inputKind  string // "filter", "search", "write", "" when closed
+	bar        filterBar
 	follow     bool
 	sticky     bool
 	dimAux     bool
 	search     *Filter
-	searchBack bool
+	searchText string // the search as typed
 	searching  bool
 	history    []int // record positions jumped from (p), for backspace
 	msg        string
@@ -139,10 +139,10 @@ func (a *App) build() {
 
 	a.status = tview.NewTextView().SetDynamicColors(true).SetWrap(false)
 	a.input = tview.NewInputField().SetFieldBackgroundColor(tcell.ColorBlack)
-	a.input.SetDoneFunc(a.onInputDone)
-	a.bottom = tview.NewPages().AddPage("status", a.status, true, true).AddPage("input", a.input, true, false)
+	a.input.SetDoneFunc(a.onInputDone).SetChangedFunc(a.onInputChanged)
+	a.bottom = tview.NewFlex().SetDirection(tview.FlexRow).AddItem(a.input, 0, 0, false).AddItem(a.status, 1, 0, false)
 
-	layout := tview.NewFlex().SetDirection(tview.FlexRow).
+	a.layout = tview.NewFlex().SetDirection(tview.FlexRow).
 		AddItem(a.title, 1, 0, false).
 		AddItem(a.main, 0, 1, true).
 		AddItem(a.bottom, 1, 0, false)
@@ -151,7 +151,7 @@ func (a *App) build() {
 	a.help.SetBorder(true).SetTitle(" keys (? or Esc to close) ")
 	overlay := tview.NewGrid().SetColumns(0, 80, 0).SetRows(0, 36, 0).AddItem(a.help, 1, 1, 1, 1, 0, 0, true)
 
-	a.root = tview.NewPages().AddPage("main", layout, true, true).AddPage("help", overlay, true, false)
+	a.root = tview.NewPages().AddPage("main", a.layout, true, true).AddPage("help", overlay, true, false)
 	a.tv.SetRoot(a.root, true).SetFocus(a.table)
 	a.tv.SetInputCapture(a.handleKey)
 	a.tv.SetBeforeDrawFunc(a.beforeDraw)
@@ -216,212 +216,6 @@ func (a *App) startFollower() {
 	go f.Run(a.quit, a.onNewRecords)
 }
 
-// pump hands work finished in the background to the UI goroutine.
-func (a *App) pump() {
-	for {
-		select {
-		case f := <-a.updates:
-			a.tv.QueueUpdateDraw(f)
-		case <-a.quit:
-			return
-		}
-	}
-}
-
-// post runs f on the UI goroutine (and redraws). Background jobs call it;
-// input handlers never do: they change state directly.
-func (a *App) post(f func()) {
-	select {
-	case a.updates <- f:
-	case <-a.quit:
-	}
-}
-
-// spawn runs f in the background, counted so that tests can wait.
-func (a *App) spawn(f func()) {
-	a.jobs.Add(1)
-	go func() {
-		defer a.jobs.Add(-1)
-		f()
-	}()
-}
-
-// onNewRecords is the Follower's callback (its goroutine): records were added.
-func (a *App) onNewRecords(added int) {
-	a.post(func() { a.recordsAdded() })
-}
-
-// recordsAdded updates the UI after the store grew (UI goroutine).
-func (a *App) recordsAdded() {
-	a.content.invalidate()
-	a.kickScan()
-	if !a.view.All() {
-		a.kickFill(a.view)
-	}
-	if a.trActive.Load() {
-		a.kickTranscript()
-	}
-	a.keepPosition()
-	if a.follow && a.store.Ended() {
-		// The recording closed: nothing more will come.
-		a.follow, a.sticky = false, false
-		a.msg = "the recording ended"
-	}
-	a.refreshStatus()
-}
-
-// keepPosition sticks to the bottom when following and the user has not
-// moved away; otherwise it keeps the selected record where it is.
-func (a *App) keepPosition() {
-	if a.sticky {
-		a.selectRow(a.lastRow())
-		return
-	}
-	off, _ := a.table.GetOffset()
-	a.table.SetOffset(off, 0)
-}
-
-// kickScan brings the analysis up to date in the background.
-func (a *App) kickScan() {
-	if !a.scanning.CompareAndSwap(false, true) {
-		a.scanAgain.Store(true)
-		return
-	}
-	a.spawn(func() {
-		for {
-			last := time.Now()
-			for !a.store.Scan(1 << 15) {
-				if a.Done() {
-					a.scanning.Store(false)
-					return
-				}
-				if time.Since(last) > 200*time.Millisecond {
-					last = time.Now()
-					a.post(a.analysisProgress)
-				}
-			}
-			a.post(a.analysisProgress)
-			a.scanning.Store(false)
-			if !a.scanAgain.Swap(false) || !a.scanning.CompareAndSwap(false, true) {
-				return
-			}
-		}
-	})
-}
-
-// analysisProgress refreshes what depends on the analysis (UI goroutine).
-func (a *App) analysisProgress() {
-	a.content.invalidate()
-	if a.view.Filter().ViolationsOnly {
-		a.kickFill(a.view)
-	}
-	switch a.mode {
-	case modeStats:
-		a.showStats()
-	}
-	if a.detailOpen {
-		a.showDetail()
-	}
-	a.refreshStatus()
-}
-
-// kickFill fills a filtered view in the background.
-func (a *App) kickFill(v *View) {
-	gen := a.fillGen.Add(1)
-	a.spawn(func() {
-		last := time.Now()
-		for a.fillGen.Load() == gen && !a.Done() {
-			done := a.store.Fill(v, 1<<15)
-			if done || time.Since(last) > 200*time.Millisecond {
-				last = time.Now()
-				a.post(func() {
-					if a.view == v {
-						a.content.invalidate()
-						if a.sticky {
-							a.selectRow(a.lastRow())
-						}
-					}
-				})
-			}
-			if done || v.Filter().ViolationsOnly {
-				return // a violations-only view is refilled as the analysis goes on
-			}
-		}
-	})
-}
-
-// transcriptWindow is how many records on each side of the selection the
-// transcript of a large cassette folds (its text is kept in memory).
-const transcriptWindow = 20000
-
-// openTranscript starts folding the window of records around the
-// selection (the whole cassette when it is small), unless that window is
-// already folded.
-func (a *App) openTranscript() {
-	n := a.store.Len()
-	from, end := 0, -1
-	if n > 2*transcriptWindow {
-		sel := max(a.selectedPos(), 0)
-		from = max(0, min(sel-transcriptWindow, n-2*transcriptWindow))
-		if from+2*transcriptWindow < n {
-			end = from + 2*transcriptWindow
-		}
-	}
-	a.trMu.Lock()
-	same := a.tr != nil && a.trFrom == from && a.trEnd == end
-	if !same {
-		a.tr, a.trFrom, a.trNext, a.trEnd = &Transcript{}, from, from, end
-		a.trGen++
-	}
-	a.trMu.Unlock()
-	a.trActive.Store(end < 0)
-	if same {
-		a.showTranscript()
-		return
-	}
-	a.text.SetText("folding the transcript…")
-	a.kickTranscript()
-}
-
-// kickTranscript folds the window's new records in the background.
-func (a *App) kickTranscript() {
-	a.trMu.Lock()
-	gen := a.trGen
-	a.trMu.Unlock()
-	a.spawn(func() {
-		for !a.Done() {
-			a.trMu.Lock()
-			if gen != a.trGen {
-				a.trMu.Unlock()
-				return
-			}
-			limit := a.store.Len()
-			if a.trEnd >= 0 {
-				limit = a.trEnd
-			}
-			if a.trNext >= limit {
-				a.trMu.Unlock()
-				break
-			}
-			recs, err := a.store.Records(a.trNext, min(scanBatch, limit-a.trNext))
-			if err != nil || len(recs) == 0 {
-				a.trMu.Unlock()
-				break
-			}
-			for i := range recs {
-				a.tr.Add(&recs[i])
-			}
-			a.trNext += len(recs)
-			a.trMu.Unlock()
-		}
-		a.post(func() {
-			if a.mode == modeTranscript {
-				a.showTranscript()
-			}
-		})
-	})
-}
-
 // ---- selection and movement
 
 // lastRow is the table row of the last record (0 when there is none).
@@ -480,6 +274,7 @@ func (a *App) jumpTo(pos int) {
 
 // setView switches to v and keeps (or moves to) record pos.
 func (a *App) setView(v *View, pos int) {
+	v.analysed = a.store.Scanned()
 	a.view = v
 	a.content.invalidate()
 	if !v.All() {
@@ -593,89 +388,6 @@ func (a *App) restoreFocus() {
 	}
 }
 
-// ---- the bottom line
-
-func (a *App) openInput(kind, label, text string) {
-	a.inputKind = kind
-	a.input.SetLabel(label).SetText(text)
-	a.bottom.SwitchToPage("input")
-	a.tv.SetFocus(a.input)
-}
-
-func (a *App) closeInput() {
-	a.inputKind = ""
-	a.bottom.SwitchToPage("status")
-	a.restoreFocus()
-}
-
-func (a *App) onInputDone(key tcell.Key) {
-	kind, text := a.inputKind, strings.TrimSpace(a.input.GetText())
-	a.closeInput()
-	if key != tcell.KeyEnter {
-		return
-	}
-	switch kind {
-	case "filter":
-		f, err := ParseFilter(text)
-		if err != nil {
-			a.msg = err.Error()
-			return
-		}
-		a.setView(NewView(f), a.selectedPos())
-	case "search":
-		if text == "" {
-			return
-		}
-		f, err := ParseFilter(text)
-		if err != nil {
-			a.msg = err.Error()
-			return
-		}
-		a.search, a.searchBack = &f, false
-		a.runSearch(false)
-	case "write":
-		a.writeFrame(text)
-	}
-}
-
-// runSearch looks for the next (or previous) match in the background.
-func (a *App) runSearch(back bool) {
-	if a.search == nil {
-		a.msg = "no search yet: press / first"
-		return
-	}
-	f := *a.search
-	gen := a.searchGen.Add(1)
-	row, _ := a.table.GetSelection()
-	from := row - 1
-	v := a.view
-	a.searching = true
-	a.msg = "searching " + f.Expr + "…"
-	a.spawn(func() {
-		for a.searchGen.Load() == gen && !a.Done() {
-			r, found, done := a.store.Search(v, &f, from, back, 1<<15)
-			if !done {
-				from = r
-				continue
-			}
-			a.post(func() {
-				if a.searchGen.Load() != gen || a.view != v {
-					return
-				}
-				a.searching = false
-				if !found {
-					a.msg = "not found: " + f.Expr
-					return
-				}
-				a.msg = fmt.Sprintf("found %s", f.Expr)
-				a.sticky = a.follow && r+1 >= a.lastRow()
-				a.selectRow(r + 1)
-			})
-			return
-		}
-	})
-}
-
 func (a *App) writeFrame(path string) {
 	pos := a.selectedPos()
 	r, ok := a.store.Record(pos)
@@ -738,13 +450,6 @@ func (a *App) back() {
 	a.jumpTo(pos)
 }
 
-func (a *App) toggleFilter(mod func(f *Filter)) {
-	f := a.view.Filter()
-	f.Expr = ""
-	mod(&f)
-	a.setView(NewView(f), a.selectedPos())
-}
-
 func (a *App) refreshStatus() {
 	name := a.opts.Name
 	if name == "" {
@@ -790,207 +495,6 @@ func (a *App) refreshStatus() {
 		s += fmt.Sprintf("  [olive]analysing %d%%[-]", sc*100/max(n, 1))
 	}
 	a.status.SetText(s)
-}
-
-// ---- keys
-
-// handleKey is the App's input capture. It changes state directly and
-// never waits for the UI goroutine (it runs on it).
-func (a *App) handleKey(ev *tcell.EventKey) *tcell.EventKey {
-	if a.inputKind != "" {
-		if ev.Key() == tcell.KeyCtrlU {
-			a.input.SetText("")
-			return nil
-		}
-		return ev // the input field has the keys
-	}
-	if ev.Key() != tcell.KeyRune || ev.Rune() != 'n' && ev.Rune() != 'N' {
-		if !a.searching {
-			a.msg = ""
-		}
-	}
-	if a.helpOpen {
-		switch {
-		case ev.Key() == tcell.KeyEscape, ev.Key() == tcell.KeyRune && (ev.Rune() == '?' || ev.Rune() == 'q'):
-			a.showHelp(false)
-			return nil
-		}
-		return ev // scroll the help
-	}
-	detailFocused := a.detailOpen && a.tv.GetFocus() == a.detail
-	switch ev.Key() {
-	case tcell.KeyEscape:
-		switch {
-		case a.mode != modeList:
-			a.setMode(modeList)
-		case a.detailOpen:
-			a.closeDetail()
-		}
-		return nil
-	case tcell.KeyEnter:
-		if a.mode == modeList && !detailFocused {
-			a.openDetail()
-			return nil
-		}
-	case tcell.KeyTab, tcell.KeyBacktab:
-		if a.mode == modeList && a.detailOpen {
-			if detailFocused {
-				a.tv.SetFocus(a.table)
-			} else {
-				a.tv.SetFocus(a.detail)
-			}
-		}
-		return nil
-	case tcell.KeyBackspace, tcell.KeyBackspace2:
-		a.back()
-		return nil
-	case tcell.KeyCtrlD, tcell.KeyCtrlU:
-		if a.mode == modeList && !detailFocused {
-			_, _, _, h := a.table.GetInnerRect()
-			row, _ := a.table.GetSelection()
-			step := max(h/2, 1)
-			if ev.Key() == tcell.KeyCtrlU {
-				step = -step
-			}
-			a.userSelect(min(max(row+step, 1), a.lastRow()))
-			return nil
-		}
-	case tcell.KeyRune:
-		return a.handleRune(ev, detailFocused)
-	}
-	return ev
-}
-
-// userSelect moves the selection as a user move.
-func (a *App) userSelect(row int) {
-	a.table.Select(row, 0) // fires onSelectionChanged as a user move
-}
-
-func (a *App) handleRune(ev *tcell.EventKey, detailFocused bool) *tcell.EventKey {
-	switch ev.Rune() {
-	case 'q':
-		switch {
-		case a.mode != modeList:
-			a.setMode(modeList)
-		case a.detailOpen:
-			a.closeDetail()
-		default:
-			a.Stop()
-		}
-		return nil
-	case 'Q':
-		a.Stop()
-		return nil
-	case '?':
-		a.showHelp(true)
-		return nil
-	case '/':
-		a.openInput("search", "/", "")
-		return nil
-	case 'n', 'N':
-		a.runSearch(ev.Rune() == 'N')
-		return nil
-	case 'f':
-		a.openInput("filter", "filter: ", a.view.Filter().String())
-		return nil
-	case 'v':
-		a.toggleFilter(func(f *Filter) { f.ViolationsOnly = !f.ViolationsOnly })
-		return nil
-	case 'c':
-		a.toggleFilter(func(f *Filter) { f.HideChunks = !f.HideChunks })
-		return nil
-	case 'a':
-		a.toggleFilter(func(f *Filter) { f.HideAux = !f.HideAux })
-		return nil
-	case 'd':
-		a.dimAux = !a.dimAux
-		a.content.invalidate()
-		return nil
-	case 't':
-		if a.mode == modeTranscript {
-			a.setMode(modeList)
-		} else {
-			a.setMode(modeTranscript)
-		}
-		return nil
-	case 's':
-		if a.mode == modeStats {
-			a.setMode(modeList)
-		} else {
-			a.setMode(modeStats)
-		}
-		return nil
-	case 'F':
-		a.follow = !a.follow
-		a.sticky = a.follow
-		if a.follow {
-			a.selectRow(a.lastRow())
-			a.startFollower()
-		}
-		return nil
-	}
-	if a.mode != modeList {
-		return ev // the text view scrolls with j/k/g/G
-	}
-	switch ev.Rune() {
-	case 'p':
-		a.jumpPair()
-		return nil
-	case 'y':
-		a.copyFrame()
-		return nil
-	case 'w':
-		if pos := a.selectedPos(); pos >= 0 {
-			name := fmt.Sprintf("rpctap-frame-%d.json", pos)
-			if a.opts.WriteDir != "" {
-				name = a.opts.WriteDir + string(os.PathSeparator) + name
-			}
-			a.openInput("write", "write frame to: ", name)
-		}
-		return nil
-	case ' ':
-		if !detailFocused {
-			return tcell.NewEventKey(tcell.KeyPgDn, 0, tcell.ModNone)
-		}
-	case 'b':
-		if !detailFocused {
-			return tcell.NewEventKey(tcell.KeyPgUp, 0, tcell.ModNone)
-		}
-	}
-	return ev
-}
-
-// HelpText lists every key.
-func HelpText() string {
-	return `[yellow::b]Frame list[-:-:-]
-  j k ↓ ↑          next / previous record
-  g G Home End     first / last record (G at the bottom resumes follow)
-  PgDn PgUp space b  page down / up;  Ctrl-D Ctrl-U  half a page
-  Enter            open the detail pane (pretty JSON, violations)
-  Tab              switch focus between the list and the detail pane
-  Esc q            close the detail pane / go back;  q in the list quits
-  p                jump to the paired request/response (violation: its frame)
-  Backspace        jump back to where p came from
-  y                copy the frame to the clipboard (OSC 52)
-  w                write the frame to a file
-  d                dim stderr lines and process events
-
-[yellow::b]Filter and search[-:-:-]
-  f                filter bar; words: in > out < m:METHOD v -chunks -aux
-                   /REGEXP/ and free text (all must match); empty clears
-  v                toggle violations only
-  c                toggle hiding streamed chunks
-  a                toggle hiding stderr, events and cassette records
-  /                search (same words as the filter)
-  n N              next / previous match
-
-[yellow::b]Views[-:-:-]
-  t                transcript: chunks folded into text per turn
-  s                statistics: counts, latency p50/p90/p99/max, unanswered
-  F                follow new records (like less +F)
-  ?                this help
-  Q Ctrl-C         quit
-`
 }
 
 // ---- headless driving (tests, and callers without a terminal loop)

@@ -231,16 +231,30 @@ func TestSearchNextPrevious(t *testing.T) {
 	if h.selected() != chunks[1] {
 		t.Errorf("n: #%d, want #%d", h.selected(), chunks[1])
 	}
-	h.keys("nn")
+	h.keys("n")
 	if h.selected() != chunks[2] {
-		t.Errorf("n past the last: #%d, want to stay on #%d", h.selected(), chunks[2])
+		t.Errorf("n: #%d, want #%d", h.selected(), chunks[2])
 	}
-	if !strings.Contains(h.screen(), "not found") {
-		t.Error("no 'not found' message past the last match")
+	// Past the last match the search wraps to the first, and says so.
+	h.keys("n")
+	if h.selected() != chunks[0] {
+		t.Errorf("n past the last: #%d, want the first #%d", h.selected(), chunks[0])
+	}
+	if !strings.Contains(h.screen(), "wrapped past the bottom") {
+		t.Errorf("no 'wrapped' message past the last match:\n%s", h.screen())
+	}
+	// Backwards from the first, it wraps to the last.
+	h.keys("N")
+	if h.selected() != chunks[2] || !strings.Contains(h.screen(), "wrapped past the top") {
+		t.Errorf("N from the first: #%d, want the last #%d, wrapped", h.selected(), chunks[2])
 	}
 	h.keys("N")
 	if h.selected() != chunks[1] {
 		t.Errorf("N: #%d, want #%d", h.selected(), chunks[1])
+	}
+	h.keys("/no such text anywhere<enter>")
+	if h.selected() != chunks[1] || !strings.Contains(h.screen(), "not found: no such text anywhere") {
+		t.Errorf("a search without match moved to #%d or did not say so", h.selected())
 	}
 }
 

@@ -16,6 +16,9 @@ type View struct {
 	filter  Filter
 	pos     []int
 	scanned int // records examined (unused for the unfiltered view)
+	// analysed is how many records the analysis had seen when the view
+	// was made (a filter that NeedsAnalysis is refilled once it is done).
+	analysed int
 }
 
 // NewView returns a view for f; an inactive filter means every record.
@@ -94,7 +97,7 @@ func (s *Store) Fill(v *View, budget int) bool {
 		cand = slices.Compact(cand)
 		var pos []int
 		for _, p := range cand {
-			if r, ok := s.Record(p); ok && v.filter.Match(&r, true) {
+			if r, ok := s.Record(p); ok && v.filter.Match(&r, s.facts(&r)) {
 				pos = append(pos, p)
 			}
 		}
@@ -118,7 +121,7 @@ func (s *Store) Fill(v *View, budget int) bool {
 		for i := range recs {
 			r := recs[i]
 			s.classify.Fill(&r)
-			if v.filter.Match(&r, s.hasViolations(r.N)) {
+			if v.filter.Match(&r, s.facts(&r)) {
 				add = append(add, int(r.N))
 			}
 		}
@@ -158,7 +161,7 @@ func (s *Store) Search(v *View, f *Filter, from int, back bool, budget int) (row
 			}
 			r := recs[k]
 			s.classify.Fill(&r)
-			if f.Match(&r, s.hasViolations(r.N)) {
+			if f.Match(&r, s.facts(&r)) {
 				return lo + k, true, true
 			}
 			examined++
@@ -191,8 +194,21 @@ func (s *Store) rowRecords(v *View, lo, hi int) []cassette.Record {
 	return out
 }
 
-func (s *Store) hasViolations(n uint64) bool {
+// facts is what the analysis knows about r, for Filter.Match.
+func (s *Store) facts(r *cassette.Record) Facts {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.an.Violations(n)) > 0
+	x := Facts{Violations: len(s.an.Violations(r.N)) > 0, Failed: s.classify.Failed}
+	if r.K == cassette.KindFrame {
+		if partner, lat, ok := s.an.Pair(r.N); ok {
+			x.Paired, x.Latency = true, lat
+			if r.Kind == "response" && partner < r.N {
+				x.RequestMethod = func() string {
+					req, _ := s.Row(int(partner))
+					return req.Method
+				}
+			}
+		}
+	}
+	return x
 }

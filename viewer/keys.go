@@ -1,0 +1,209 @@
+package viewer
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/gdamore/tcell/v2"
+)
+
+// handleKey is the App's input capture. It changes state directly and
+// never waits for the UI goroutine (it runs on it).
+func (a *App) handleKey(ev *tcell.EventKey) *tcell.EventKey {
+	if a.bar.kind != "" {
+		if ev.Key() == tcell.KeyCtrlU {
+			a.input.SetText("")
+			return nil
+		}
+		return ev // the input field has the keys
+	}
+	if ev.Key() != tcell.KeyRune || ev.Rune() != 'n' && ev.Rune() != 'N' {
+		if !a.searching {
+			a.msg = ""
+		}
+	}
+	if a.helpOpen {
+		switch {
+		case ev.Key() == tcell.KeyEscape, ev.Key() == tcell.KeyRune && (ev.Rune() == '?' || ev.Rune() == 'q'):
+			a.showHelp(false)
+			return nil
+		}
+		return ev // scroll the help
+	}
+	detailFocused := a.detailOpen && a.tv.GetFocus() == a.detail
+	switch ev.Key() {
+	case tcell.KeyEscape:
+		switch {
+		case a.mode != modeList:
+			a.setMode(modeList)
+		case a.detailOpen:
+			a.closeDetail()
+		}
+		return nil
+	case tcell.KeyEnter:
+		if a.mode == modeList && !detailFocused {
+			a.openDetail()
+			return nil
+		}
+	case tcell.KeyTab, tcell.KeyBacktab:
+		if a.mode == modeList && a.detailOpen {
+			if detailFocused {
+				a.tv.SetFocus(a.table)
+			} else {
+				a.tv.SetFocus(a.detail)
+			}
+		}
+		return nil
+	case tcell.KeyBackspace, tcell.KeyBackspace2:
+		a.back()
+		return nil
+	case tcell.KeyCtrlD, tcell.KeyCtrlU:
+		if a.mode == modeList && !detailFocused {
+			_, _, _, h := a.table.GetInnerRect()
+			row, _ := a.table.GetSelection()
+			step := max(h/2, 1)
+			if ev.Key() == tcell.KeyCtrlU {
+				step = -step
+			}
+			a.userSelect(min(max(row+step, 1), a.lastRow()))
+			return nil
+		}
+	case tcell.KeyRune:
+		return a.handleRune(ev, detailFocused)
+	}
+	return ev
+}
+
+// userSelect moves the selection as a user move.
+func (a *App) userSelect(row int) {
+	a.table.Select(row, 0) // fires onSelectionChanged as a user move
+}
+
+func (a *App) handleRune(ev *tcell.EventKey, detailFocused bool) *tcell.EventKey {
+	switch ev.Rune() {
+	case 'q':
+		switch {
+		case a.mode != modeList:
+			a.setMode(modeList)
+		case a.detailOpen:
+			a.closeDetail()
+		default:
+			a.Stop()
+		}
+		return nil
+	case 'Q':
+		a.Stop()
+		return nil
+	case '?':
+		a.showHelp(true)
+		return nil
+	case '/':
+		a.openInput("search", "/", "")
+		return nil
+	case 'n', 'N':
+		a.runSearch(ev.Rune() == 'N')
+		return nil
+	case 'f':
+		a.openInput("filter", "filter: ", a.view.Filter().String())
+		return nil
+	case 'v':
+		a.toggleFilter(func(f *Filter) { f.ViolationsOnly = !f.ViolationsOnly })
+		return nil
+	case 'c':
+		a.toggleFilter(func(f *Filter) { f.HideChunks = !f.HideChunks })
+		return nil
+	case 'a':
+		a.toggleFilter(func(f *Filter) { f.HideAux = !f.HideAux })
+		return nil
+	case 'd':
+		a.dimAux = !a.dimAux
+		a.content.invalidate()
+		return nil
+	case 't':
+		if a.mode == modeTranscript {
+			a.setMode(modeList)
+		} else {
+			a.setMode(modeTranscript)
+		}
+		return nil
+	case 's':
+		if a.mode == modeStats {
+			a.setMode(modeList)
+		} else {
+			a.setMode(modeStats)
+		}
+		return nil
+	case 'F':
+		a.follow = !a.follow
+		a.sticky = a.follow
+		if a.follow {
+			a.selectRow(a.lastRow())
+			a.startFollower()
+		}
+		return nil
+	}
+	if a.mode != modeList {
+		return ev // the text view scrolls with j/k/g/G
+	}
+	switch ev.Rune() {
+	case 'p':
+		a.jumpPair()
+		return nil
+	case 'y':
+		a.copyFrame()
+		return nil
+	case 'w':
+		if pos := a.selectedPos(); pos >= 0 {
+			name := fmt.Sprintf("rpctap-frame-%d.json", pos)
+			if a.opts.WriteDir != "" {
+				name = a.opts.WriteDir + string(os.PathSeparator) + name
+			}
+			a.openInput("write", "write frame to: ", name)
+		}
+		return nil
+	case ' ':
+		if !detailFocused {
+			return tcell.NewEventKey(tcell.KeyPgDn, 0, tcell.ModNone)
+		}
+	case 'b':
+		if !detailFocused {
+			return tcell.NewEventKey(tcell.KeyPgUp, 0, tcell.ModNone)
+		}
+	}
+	return ev
+}
+
+// HelpText lists every key.
+func HelpText() string {
+	return `[yellow::b]Frame list[-:-:-]
+  j k ↓ ↑          next / previous record
+  g G Home End     first / last record (G at the bottom resumes follow)
+  PgDn PgUp space b  page down / up;  Ctrl-D Ctrl-U  half a page
+  Enter            open the detail pane (pretty JSON, violations)
+  Tab              switch focus between the list and the detail pane
+  Esc q            close the detail pane / go back;  q in the list quits
+  p                jump to the paired request/response (violation: its frame)
+  Backspace        jump back to where p came from
+  y                copy the frame to the clipboard (OSC 52)
+  w                write the frame to a file
+  d                dim stderr lines and process events
+
+[yellow::b]Filter and search[-:-:-]
+  f                filter bar: the list follows as you type; Enter keeps,
+                   Esc goes back; an empty filter shows everything
+  v c a            toggle: violations only / hide chunks / hide stderr+events
+  /   n N          search (same terms), next / previous; wraps around
+  terms (space or & between them, all must hold; ! negates one):
+    m:METHOD       method (or a /-part of it) starts with METHOD
+    dir:in dir:out kind:req|resp|notif|event|stderr|violation…
+    id:ID          err (errors, failures, violations)  slow>100ms
+    /REGEXP/  "text with spaces"  anything else: the frame contains it
+
+[yellow::b]Views[-:-:-]
+  t                transcript: chunks folded into text per turn
+  s                statistics: counts, latency p50/p90/p99/max, unanswered
+  F                follow new records (like less +F)
+  ?                this help
+  Q Ctrl-C         quit
+`
+}
