@@ -121,6 +121,9 @@ func TestRecordJSONForms(t *testing.T) {
 		{N: 5, T: 9, K: KindEvent, Ev: EventGap, D: DirOut, Bytes: 1 << 40, Conn: 2},
 		{N: 6, T: 10, K: KindEnd, Records: 6},
 	}
+	cl := NewLineRecord(KindFrame, DirOut, []byte(`{"id":1}`), "")
+	cl.N, cl.T, cl.Hdr = 7, 11, "Content-Length: 8\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n"
+	recs = append(recs, cl)
 	for _, r := range recs {
 		enc, err := json.Marshal(r)
 		if err != nil {
@@ -132,6 +135,9 @@ func TestRecordJSONForms(t *testing.T) {
 		}
 		if again := got.AppendJSON(nil); !bytes.Equal(again, enc) {
 			t.Errorf("round trip differs:\n%s\n%s", enc, again)
+		}
+		if r.Hdr != "" && string(got.Line()) != r.Hdr+`{"id":1}` {
+			t.Errorf("a Content-Length record's line is %q, want header and body", got.Line())
 		}
 	}
 	h := recs[0].AppendJSON(nil)
@@ -191,7 +197,7 @@ func TestWriteRead(t *testing.T) {
 	}
 	defer r.Close()
 	h := r.Header()
-	if h.Format != FormatName || h.Version != "1.0" || h.Argv[0] != "agent" || h.Created == "" {
+	if h.Format != FormatName || h.Version != "1.1" || h.Argv[0] != "agent" || h.Created == "" {
 		t.Errorf("header %+v", h)
 	}
 	recs, err := readAll(t, r)
@@ -241,7 +247,7 @@ func TestZstdCompatible(t *testing.T) {
 				t.Fatalf("line %d is not JSON: %q", i, l)
 			}
 		}
-		if !bytes.HasPrefix(lines[0], []byte(`{"n":0,"t":0,"k":"header","format":"rpctap-cassette","version":"1.0"`)) {
+		if !bytes.HasPrefix(lines[0], []byte(`{"n":0,"t":0,"k":"header","format":"rpctap-cassette","version":"1.1"`)) {
 			t.Fatalf("first line %s", lines[0])
 		}
 	}

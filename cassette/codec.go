@@ -95,12 +95,14 @@ func (r *Record) HasPayload() bool { return r.JSON != nil || r.B64 != nil || r.H
 // they travelled on the wire.
 func (r *Record) Line() []byte {
 	p := r.Payload()
-	out := make([]byte, 0, len(p)+len(r.EOL))
-	return append(append(out, p...), r.EOL...)
+	out := make([]byte, 0, len(r.Hdr)+len(p)+len(r.EOL))
+	return append(append(append(out, r.Hdr...), p...), r.EOL...)
 }
 
-// AppendLine appends the line's original bytes (payload and ending) to dst.
+// AppendLine appends the line's original bytes (header block, payload and
+// ending) to dst.
 func (r *Record) AppendLine(dst []byte) []byte {
+	dst = append(dst, r.Hdr...)
 	switch {
 	case r.JSON != nil:
 		dst = append(dst, r.JSON...)
@@ -146,6 +148,10 @@ func (r *Record) AppendJSON(dst []byte) []byte {
 	if r.D != "" {
 		dst = appendKey(dst, "d")
 		dst = appendString(dst, string(r.D))
+	}
+	if r.Hdr != "" {
+		dst = appendKey(dst, "hdr")
+		dst = appendString(dst, r.Hdr)
 	}
 	switch {
 	case r.JSON != nil:
@@ -351,6 +357,7 @@ type wire struct {
 	Text     *string         `json:"text"`
 	B64      []byte          `json:"b64"`
 	EOL      *string         `json:"eol"`
+	Hdr      string          `json:"hdr"`
 	Part     bool            `json:"part"`
 	Redacted bool            `json:"redacted"`
 	Kind     string          `json:"kind"`
@@ -438,7 +445,7 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 		r.EOL = *w.EOL
 	}
 	r.checked = r.JSON != nil
-	r.Part, r.Redacted = w.Part, w.Redacted
+	r.Hdr, r.Part, r.Redacted = w.Hdr, w.Part, w.Redacted
 	r.Kind, r.Method, r.ID = w.Kind, w.Method, w.ID
 	r.Ev, r.Argv, r.Cwd, r.PID, r.Exit = w.Ev, w.Argv, w.Cwd, w.PID, w.Exit
 	r.Signal, r.Bytes, r.Msg = w.Signal, w.Bytes, w.Msg

@@ -165,6 +165,8 @@ func (d *fdec) field(key string, w *wire) bool {
 		ok := d.str(&s)
 		w.EOL = &s
 		return ok
+	case "hdr":
+		return d.str(&w.Hdr)
 	case "part":
 		return d.bool(&w.Part)
 	case "redacted":

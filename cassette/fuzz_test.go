@@ -86,6 +86,8 @@ func FuzzRecordRoundTrip(f *testing.F) {
 		f.Add([]byte(s), uint8(0))
 	}
 	f.Add([]byte(`{"n":3,"t":1,"k":"frame","d":"in","text":"x","eol":""}`), uint8(1))
+	f.Add([]byte(`{"n":4,"t":2,"k":"frame","d":"out","hdr":"Content-Length: 2\r\n\r\n","json":{},"eol":""}`), uint8(2))
+	f.Add([]byte(`{"n":5,"t":2,"k":"frame","d":"in","hdr":"Content-Length: 9\r\n\u0000\r\n","b64":"/w==","eol":"","part":true}`), uint8(2))
 	f.Add([]byte(`{"n":0,"t":0,"k":"header","format":"rpctap-cassette","version":"1.0"}`), uint8(2))
 	f.Fuzz(func(t *testing.T, p []byte, sel uint8) {
 		checkLineRoundTrip(t, p, []string{"\n", "\r\n", ""}[sel%3])

@@ -267,6 +267,10 @@ func (r *Reader) Line() []byte { return r.last }
 // Records returns how many records Next has returned (header included).
 func (r *Reader) Records() uint64 { return r.returned }
 
+// Offset is how far into the file the reader has read (the offset of the
+// next unread byte): with the file's size, how far along a pass is.
+func (r *Reader) Offset() int64 { return r.off }
+
 func (r *Reader) next() (*Record, error) {
 	for {
 		if r.pos < len(r.raw) {

@@ -9,7 +9,7 @@ const FormatName = "rpctap-cassette"
 // minor version of its own major and refuses a newer major, naming both.
 const (
 	VersionMajor = 1
-	VersionMinor = 0
+	VersionMinor = 1
 )
 
 // Kind is what a record describes (its "k" field).
@@ -90,6 +90,13 @@ type Record struct {
 	Text    string          `json:"text,omitempty"`
 	HasText bool            `json:"-"`
 	B64     []byte          `json:"b64,omitempty"`
+	// Hdr is the header block that preceded the payload on a stream framed
+	// by Content-Length (LSP's base protocol, also DAP), verbatim up to and
+	// including the empty line that ends it ("Content-Length: 52\r\n\r\n");
+	// "" on newline-delimited streams. The message on the wire is Hdr, then
+	// the payload, then EOL (which is "" for such messages). A message longer
+	// than the recorder holds whole carries Hdr on its first part only.
+	Hdr string `json:"hdr,omitempty"`
 	// EOL is the line ending that followed the payload: "\n" (the default,
 	// omitted in JSON), "\r\n", or "" for a last line with no newline
 	// (written as "eol":"").

@@ -15,6 +15,12 @@ type acpProto struct{}
 func (acpProto) Name() string  { return "acp" }
 func (acpProto) MaxFrame() int { return 0 }
 
+// Wire: session ids and the working directory differ from run to run.
+func (acpProto) Wire() Wire {
+	return Wire{Style: StyleJSONRPC, RequestID: "id", ResponseID: "id", Volatile: []string{
+		"/params/sessionId", "/result/sessionId", "/params/cwd", "/params/_meta", "/result/_meta"}}
+}
+
 func (acpProto) Classify(_ Dir, frame []byte) Info { return classifyRPC(frame) }
 
 // HandshakeDir and IsHandshake: the client opens with initialize.
@@ -63,12 +69,9 @@ func (s acpSide) String() string {
 
 // sniffACP: an initialize whose protocolVersion is an integer is ACP for
 // sure (MCP's is a date string); ACP-only method names are a strong hint.
-func sniffACP(_ Dir, frame []byte) int {
-	f := scanRPC(frame)
-	if !f.object || !f.is20() {
-		return 0
-	}
-	m, _ := rawString(f.method)
+func sniffACP(_ Dir, frame []byte) int { return sniffJSONRPC(frame, sniffACPFrame) }
+
+func sniffACPFrame(m string, f *rpcFields) int {
 	if m == "initialize" && f.params != nil {
 		pv := memberOf(f.params, "protocolVersion")
 		if jsonType(pv) == "number" {

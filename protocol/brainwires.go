@@ -111,6 +111,11 @@ var brainwiresTable = evTable{
 func (brainwiresProto) Name() string  { return "brainwires" }
 func (brainwiresProto) MaxFrame() int { return brainwiresMaxFrame }
 
+// Wire: brainwires frames carry no request ids; they are matched whole.
+func (brainwiresProto) Wire() Wire {
+	return Wire{Style: StyleWhole, Volatile: []string{"/session_id", "/session_token", "/**/timestamp"}}
+}
+
 // bwIsHandshakeShape reports whether an untagged frame looks like the
 // Handshake (viewer) or HandshakeResponse (agent) of its direction.
 func bwIsHandshakeShape(dir Dir, t *evTop) bool {

@@ -137,6 +137,18 @@ func idString(raw []byte) string {
 	return string(raw)
 }
 
+// sniffJSONRPC is the common start of the JSON-RPC protocols' sniffs: a
+// JSON-RPC 2.0 object goes to judge with its method ("" for a response);
+// anything else scores 0.
+func sniffJSONRPC(frame []byte, judge func(method string, f *rpcFields) int) int {
+	f := scanRPC(frame)
+	if !f.object || !f.is20() {
+		return 0
+	}
+	m, _ := rawString(f.method)
+	return judge(m, &f)
+}
+
 // looksJSONRPC20 is the detector's fallback test.
 func looksJSONRPC20(frame []byte) bool {
 	f := scanRPC(frame)
@@ -285,6 +297,11 @@ func (jsonrpcProto) Classify(_ Dir, frame []byte) Info { return classifyRPC(fram
 func (jsonrpcProto) Validate(_ Dir, frame []byte, _ Info) []Violation {
 	vs, _ := validateEnvelope(frame, envelopeOpts{})
 	return vs
+}
+
+func (jsonrpcProto) Wire() Wire {
+	return Wire{Style: StyleJSONRPC, RequestID: "id", ResponseID: "id", Volatile: []string{
+		"/params/processId", "/params/_meta", "/result/_meta"}}
 }
 
 func init() {

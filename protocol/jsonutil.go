@@ -276,3 +276,17 @@ func nestedMember(b []byte, outer, inner string) []byte {
 	}
 	return nil
 }
+
+// pickMembers sets vals[i] to the raw value of top-level member keys[i] of
+// the JSON object b (nil when absent) and reports whether b is an object.
+func pickMembers(b []byte, keys []string, vals [][]byte) bool {
+	return forEachMember(b, func(k, v []byte) bool {
+		for i, key := range keys {
+			if string(k) == key {
+				vals[i] = v
+				break
+			}
+		}
+		return true
+	})
+}

@@ -14,6 +14,14 @@ type mcpProto struct{}
 func (mcpProto) Name() string  { return "mcp" }
 func (mcpProto) MaxFrame() int { return 0 }
 
+// Wire: _meta, progress tokens, the client's pid and version differ from
+// run to run.
+func (mcpProto) Wire() Wire {
+	return Wire{Style: StyleJSONRPC, RequestID: "id", ResponseID: "id", Volatile: []string{
+		"/params/_meta", "/result/_meta", "/params/progressToken", "/params/processId", "/params/clientInfo/version"},
+		Chatter: []string{"notifications/message", "notifications/progress"}}
+}
+
 func (mcpProto) Classify(_ Dir, frame []byte) Info { return classifyRPC(frame) }
 
 // The client opens with initialize (or, in the stateless 2026 draft, with
@@ -69,12 +77,9 @@ func mcpValidate(dir Dir, frame []byte, info Info, idx *jsonscan.Index) []Violat
 
 // sniffMCP: initialize with a date-string protocolVersion (ACP's is an
 // integer) or server/discover is MCP for sure; MCP method names hint.
-func sniffMCP(_ Dir, frame []byte) int {
-	f := scanRPC(frame)
-	if !f.object || !f.is20() {
-		return 0
-	}
-	m, _ := rawString(f.method)
+func sniffMCP(_ Dir, frame []byte) int { return sniffJSONRPC(frame, sniffMCPFrame) }
+
+func sniffMCPFrame(m string, f *rpcFields) int {
 	switch {
 	case m == "initialize" && f.params != nil:
 		if jsonType(memberOf(f.params, "protocolVersion")) == "string" {

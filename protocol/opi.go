@@ -60,20 +60,13 @@ var (
 	opiEnd   = []fld{req("content_index", tUint), req("content", tString), req("partial", opiAssistantMessage)}
 	opiStart = []fld{req("content_index", tUint), req("partial", opiAssistantMessage)}
 	// AssistantStreamEvent, inside MessageUpdate.assistant_event.
-	opiStreamEvent = tTagged("type", map[string][]fld{
-		"start":           {req("partial", opiAssistantMessage)},
-		"text_start":      opiStart,
-		"text_delta":      opiDelta,
-		"text_end":        opiEnd,
-		"thinking_start":  opiStart,
-		"thinking_delta":  opiDelta,
-		"thinking_end":    opiEnd,
-		"tool_call_start": opiStart,
-		"tool_call_delta": opiDelta,
-		"tool_call_end":   {req("content_index", tUint), req("tool_call", tObjAny), req("partial", opiAssistantMessage)},
-		"done":            {req("reason", opiStopReason), req("message", opiAssistantMessage)},
-		"error":           {req("reason", opiStopReason), req("message", opiAssistantMessage)},
-	})
+	opiStreamEvent = tTagged("type", streamEvents([]string{"text_", "thinking_", "tool_call_"}, opiStart, opiDelta, opiEnd,
+		map[string][]fld{
+			"start":         {req("partial", opiAssistantMessage)},
+			"tool_call_end": {req("content_index", tUint), req("tool_call", tObjAny), req("partial", opiAssistantMessage)},
+			"done":          {req("reason", opiStopReason), req("message", opiAssistantMessage)},
+			"error":         {req("reason", opiStopReason), req("message", opiAssistantMessage)},
+		}))
 	opiDiagnostic = tObj(req("severity", tEnum("info", "warning", "error")), req("code", tString),
 		req("source", tString), req("message", tString), optNull("details", tAny), optNull("action", tString))
 	opiCompactionReason = tEnum("manual", "threshold", "overflow")
@@ -149,6 +142,12 @@ var opiThinkingLevels = []string{"off", "low", "medium", "high"}
 
 func (opiProto) Name() string  { return "opi" }
 func (opiProto) MaxFrame() int { return 0 }
+
+func (opiProto) Wire() Wire { return opiWire }
+
+// opiWire is shared by opi and pi (pi's RPC mode is opi's ancestor).
+var opiWire = Wire{Style: StyleOPI, RequestID: "id", ResponseID: "id", Volatile: []string{
+	"/**/sessionId", "/**/session_id", "/**/timestamp", "/**/timestamp_ms", "/data/sessionFile"}}
 
 func (opiProto) Classify(dir Dir, frame []byte) Info {
 	t, ok := evScanTop(frame)

@@ -24,20 +24,13 @@ var (
 	piStart = []fld{req("contentIndex", tUint), req("partial", tObjAny)}
 	piEnd   = []fld{req("contentIndex", tUint), req("content", tString), req("partial", tObjAny)}
 	// assistantMessageEvent (pi-ai AssistantMessageEvent), inside message_update.
-	piStreamEvent = tTagged("type", map[string][]fld{
-		"start":          {req("partial", tObjAny)},
-		"text_start":     piStart,
-		"text_delta":     piDelta,
-		"text_end":       piEnd,
-		"thinking_start": piStart,
-		"thinking_delta": piDelta,
-		"thinking_end":   piEnd,
-		"toolcall_start": piStart,
-		"toolcall_delta": piDelta,
-		"toolcall_end":   {req("contentIndex", tUint), req("toolCall", tObjAny), req("partial", tObjAny)},
-		"done":           {req("reason", piStopReason), req("message", tObjAny)},
-		"error":          {req("reason", piStopReason), opt("error", tObjAny)},
-	})
+	piStreamEvent = tTagged("type", streamEvents([]string{"text_", "thinking_", "toolcall_"}, piStart, piDelta, piEnd,
+		map[string][]fld{
+			"start":        {req("partial", tObjAny)},
+			"toolcall_end": {req("contentIndex", tUint), req("toolCall", tObjAny), req("partial", tObjAny)},
+			"done":         {req("reason", piStopReason), req("message", tObjAny)},
+			"error":        {req("reason", piStopReason), opt("error", tObjAny)},
+		}))
 
 	// extension_ui_request, tagged by "method" (besides "type").
 	piUIRequest = tTagged("method", map[string][]fld{
@@ -133,6 +126,8 @@ var piTable = evTable{
 
 func (piProto) Name() string  { return "pi" }
 func (piProto) MaxFrame() int { return 0 }
+
+func (piProto) Wire() Wire { return opiWire }
 
 func (piProto) Classify(dir Dir, frame []byte) Info {
 	t, ok := evScanTop(frame)

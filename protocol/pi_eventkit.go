@@ -760,3 +760,18 @@ func evChildInfo(info Info, handshake, command string) Info {
 	}
 	return info
 }
+
+// streamEvents builds the variants of an assistant stream-event union as pi
+// and opi send them: for each content channel (prefix "text_", ...) a
+// PREFIXstart, PREFIXdelta and PREFIXend event with the given fields, plus
+// the variants in more (which win over the generated ones).
+func streamEvents(prefixes []string, start, delta, end []fld, more map[string][]fld) map[string][]fld {
+	out := make(map[string][]fld, 3*len(prefixes)+len(more))
+	for _, p := range prefixes {
+		out[p+"start"], out[p+"delta"], out[p+"end"] = start, delta, end
+	}
+	for k, v := range more {
+		out[k] = v
+	}
+	return out
+}

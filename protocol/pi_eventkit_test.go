@@ -86,7 +86,13 @@ func runSteps(p Protocol, steps []evStep) ([]Violation, []Info) {
 	s := NewSession(p)
 	var all []Violation
 	var infos []Info
+	_, framed := p.(Framer)
 	for i, st := range steps {
+		if framed {
+			// A Content-Length protocol's sessions are written as
+			// bodies; each gets the header its sender would write.
+			s.Framed(st.dir, []byte(fmt.Sprintf("Content-Length: %d\r\n\r\n", len(st.frame))), true)
+		}
 		info, vs := s.Frame(uint64(i+1), st.dir, st.frame)
 		all = append(all, vs...)
 		infos = append(infos, info)

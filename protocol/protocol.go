@@ -88,3 +88,13 @@ type Protocol interface {
 	// MaxFrame is the protocol's frame size limit in bytes, 0 for none.
 	MaxFrame() int
 }
+
+// DirOf reads a direction in its cassette spelling: "in" is FromParent,
+// anything else ("out") FromChild. It is the one conversion between the
+// on-disk form (cassette.Dir) and this type.
+func DirOf(s string) Dir {
+	if s == "in" {
+		return FromParent
+	}
+	return FromChild
+}

@@ -87,6 +87,23 @@ type Canceller interface {
 	CancelledID(dir Dir, info Info, frame []byte) (id string, ok bool)
 }
 
+// Lifecycler is implemented by protocols with rules on the order of a
+// session's messages beyond the handshake (LSP: initialized only after
+// initialize's response, nothing but exit after shutdown, progress only on
+// tokens that were created). NewLifecycle returns the state of one session.
+type Lifecycler interface {
+	NewLifecycle() Lifecycle
+}
+
+// Lifecycle is one session's order rules. Frame sees every JSON frame after
+// pairing (a response's Info.Method names its request); End reports what is
+// still wrong when the session ends. Violations' Record is filled in by the
+// Session.
+type Lifecycle interface {
+	Frame(dir Dir, info Info, frame []byte) []Violation
+	End() []Violation
+}
+
 // NonJSONAccepter is implemented by protocols whose frames need not be JSON
 // (raw). For the others the Session reports non-JSON frames itself and does
 // not call Validate on them.
@@ -162,6 +179,8 @@ type sessionState struct {
 	queued     map[pairKey][]pending // PairOpenQueue requests, oldest first (nil until the first)
 	refused    map[pairKey]bool      // requests answered by a PairRefuse, whose response may still come
 	lastRecord uint64
+	fr         framingState // framing.go
+	life       Lifecycle    // per-session order rules of a Lifecycler (nil: none)
 }
 
 func newSessionState(p Protocol) sessionState {
@@ -184,6 +203,10 @@ func newSessionState(p Protocol) sessionState {
 	if n, ok := p.(NonJSONAccepter); ok {
 		s.nonJSONOK = n.AcceptsNonJSON()
 	}
+	s.fr = newFramingState(p)
+	if l, ok := p.(Lifecycler); ok {
+		s.life = l.NewLifecycle()
+	}
 	s.vj, _ = p.(validJSONValidator)
 	s.iv, _ = p.(indexedValidator)
 	return s
@@ -199,6 +222,12 @@ func (s *sessionState) frame(rec uint64, dir Dir, frame []byte, validJSON bool, 
 	}
 	s.frames[dir]++
 	s.lastRecord = rec
+	if fvs, skip := s.framingChecks(rec, dir, frame); fvs != nil || skip {
+		vs = append(vs, fvs...)
+		if skip {
+			return Info{Kind: Invalid}, s.finish(rec, vs)
+		}
+	}
 	if m := s.p.MaxFrame(); m > 0 && len(frame) > m {
 		add(CodeFrameTooLarge, SevError, "frame is %d bytes, over %s's limit of %d bytes", len(frame), s.p.Name(), m)
 	}
@@ -328,6 +357,10 @@ func (s *sessionState) frame(rec uint64, dir Dir, frame []byte, validJSON bool, 
 		}
 	}
 
+	if s.life != nil {
+		vs = append(vs, s.life.Frame(dir, info, frame)...)
+	}
+
 	if s.iv != nil && s.idx != nil && len(frame) > 0 && len(s.idxFor) == len(frame) && &s.idxFor[0] == &frame[0] {
 		vs = append(vs, s.iv.validateIndexed(dir, frame, info, s.idx)...)
 	} else if s.vj != nil && !s.nonJSONOK {
@@ -357,7 +390,10 @@ func (s *sessionState) finish(rec uint64, vs []Violation) []Violation {
 }
 
 func (s *sessionState) end() []Violation {
-	var vs []Violation
+	vs := s.cutFindings()
+	if s.life != nil {
+		vs = append(vs, s.life.End()...)
+	}
 	if s.hs != nil && s.frames[0]+s.frames[1] > 0 {
 		for _, d := range [2]Dir{FromParent, FromChild} {
 			if s.hsDir[d] && !s.hsSeen[d] && !s.hsMissing[d] {

@@ -127,6 +127,12 @@ type CallFacts struct {
 	Tool         string // gen_ai.tool.name
 	Operation    string // gen_ai.operation.name
 	Conversation string // gen_ai.conversation.id
+	// MethodAttr is the attribute the protocol's semantic conventions
+	// name the method by ("mcp.method.name"), "" when they name none.
+	MethodAttr string
+	// RPCSystem is the rpc.system the protocol speaks ("jsonrpc" for the
+	// JSON-RPC protocols), "" for others.
+	RPCSystem string
 }
 
 // CallFactsOf reads them from a request frame of method in protocol proto:
@@ -143,8 +149,12 @@ func CallFactsOf(proto, method string, request []byte) CallFacts {
 		return s
 	}
 	var f CallFacts
+	if WireOf(proto).Style == StyleJSONRPC {
+		f.RPCSystem = "jsonrpc"
+	}
 	switch proto {
 	case "mcp":
+		f.MethodAttr = "mcp.method.name"
 		switch method {
 		case "tools/call":
 			f.Target, f.Tool, f.Operation = str("name"), str("name"), "execute_tool"
@@ -160,4 +170,23 @@ func CallFactsOf(proto, method string, request []byte) CallFacts {
 		}
 	}
 	return f
+}
+
+// ToolCallUpdate is what an ACP session/update says of a tool call.
+type ToolCallUpdate struct {
+	ID, Title, Kind, Status string
+	Start                   bool // sessionUpdate "tool_call" (not "tool_call_update")
+}
+
+// ToolCallUpdateOf reads an ACP session/update notification's tool call
+// ("tool_call" starts one, "tool_call_update" changes its status); the zero
+// value for any other frame.
+func ToolCallUpdateOf(frame []byte) ToolCallUpdate {
+	u := nestedMember(frame, "params", "update")
+	kind := str(memberOf(u, "sessionUpdate"))
+	if kind != "tool_call" && kind != "tool_call_update" {
+		return ToolCallUpdate{}
+	}
+	return ToolCallUpdate{ID: str(memberOf(u, "toolCallId")), Title: str(memberOf(u, "title")), Kind: str(memberOf(u, "kind")),
+		Status: str(memberOf(u, "status")), Start: kind == "tool_call"}
 }

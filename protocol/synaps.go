@@ -96,6 +96,10 @@ var synapsBodies = map[string][]fld{
 func (synapsProto) Name() string  { return "synaps" }
 func (synapsProto) MaxFrame() int { return synapsMaxFrame }
 
+func (synapsProto) Wire() Wire {
+	return Wire{Style: StyleSynaps, RequestID: "id", ResponseID: "id", Volatile: []string{"/session_id", "/**/timestamp"}}
+}
+
 func (synapsProto) Classify(dir Dir, frame []byte) Info {
 	t, ok := evScanTop(frame)
 	if !ok || t.typ == "" {

@@ -140,3 +140,5 @@ func TestSynapsErrorWithIDAnswersTheCommand(t *testing.T) {
 func TestACPValidSessions(t *testing.T)     { testValidSessions(t, "acp") }
 func TestMCPValidSessions(t *testing.T)     { testValidSessions(t, "mcp") }
 func TestJSONRPCValidSessions(t *testing.T) { testValidSessions(t, "jsonrpc") }
+func TestLSPValidSessions(t *testing.T)     { testValidSessions(t, "lsp") }
+func TestDAPValidSessions(t *testing.T)     { testValidSessions(t, "dap") }

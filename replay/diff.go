@@ -2,6 +2,7 @@ package replay
 
 import (
 	"fmt"
+	"sort"
 )
 
 // FrameDiff is one difference between two cassettes.
@@ -31,9 +32,10 @@ type CassetteDiff struct {
 // Different reports whether the cassettes differ.
 func (d *CassetteDiff) Different() bool { return len(d.Frames) > 0 || d.ExitDiff }
 
-// Diff compares the frames of two recordings. Frames are aligned in causal
-// (recorded) order by direction, kind and method or type, with a minimal
-// edit script (Myers), then each aligned pair is compared under the same
+// Diff compares the frames of two recordings. The frames of each direction
+// are aligned in recorded order by kind and method or type, with a minimal
+// edit script (Myers), each direction on its own (how the two directions
+// interleave is timing), then each aligned pair is compared under the same
 // rules replay matches with: ids left out (responses are known by their
 // request's method), the protocol's volatile fields and the WithIgnore
 // patterns left out, times never compared. Stderr lines are not compared.
@@ -70,11 +72,56 @@ func Diff(a, b *Recording, opts ...Option) (*CassetteDiff, error) {
 	if eb.werr != nil {
 		return nil, eb.werr
 	}
-	fa, fb := diffFrames(ea), diffFrames(eb)
 	out := &CassetteDiff{A: a.Name, B: b.Name, Protocol: ea.d.name, ExitA: ea.res.Exit, ExitB: eb.res.Exit}
-	// Two passes, as a line diff with refinement: first align frames that
-	// are equal under the rules, then, inside each run of unaligned frames,
-	// pair those with the same direction, kind and method as changed.
+	// Each direction is aligned on its own: a pipe keeps the order of what
+	// one side says, but how the two sides' frames interleave in a
+	// recording is timing (an event written while the other side's next
+	// request is on its way lands before or after it), not behaviour.
+	fa, fb := diffFrames(ea), diffFrames(eb)
+	var frames []FrameDiff
+	for _, d := range []string{string(dirIn), string(dirOut)} {
+		same, fds := diffDirection(byDir(fa, d), byDir(fb, d))
+		out.Same += same
+		frames = append(frames, fds...)
+	}
+	// Report in recorded order (A's record, else B's).
+	sort.SliceStable(frames, func(i, j int) bool { return diffOrder(frames[i]) < diffOrder(frames[j]) })
+	out.Frames = frames
+	switch {
+	case out.ExitA == nil && out.ExitB == nil:
+	case out.ExitA == nil || out.ExitB == nil:
+		out.ExitDiff = true
+	default:
+		out.ExitDiff = *out.ExitA != *out.ExitB
+	}
+	return out, nil
+}
+
+// byDir keeps the frames of one direction.
+func byDir(fs []*estep, d string) []*estep {
+	var out []*estep
+	for _, s := range fs {
+		if string(s.frame.Dir) == d {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// diffOrder places a difference in the report: by A's record number, an
+// added frame by B's.
+func diffOrder(f FrameDiff) uint64 {
+	if f.A != 0 {
+		return f.A
+	}
+	return f.B
+}
+
+// diffDirection aligns the frames of one direction of A and B. Two passes,
+// as a line diff with refinement: first align frames that are equal under
+// the rules, then, inside each run of unaligned frames, pair those with the
+// same kind and method as changed.
+func diffDirection(fa, fb []*estep) (same int, frames []FrameDiff) {
 	full := func(fs []*estep) []string {
 		k := make([]string, len(fs))
 		for i, s := range fs {
@@ -95,15 +142,15 @@ func Diff(a, b *Recording, opts ...Option) (*CassetteDiff, error) {
 			switch {
 			case op.i >= 0 && op.j >= 0:
 				x, y := fa[runA[op.i]], fb[runB[op.j]]
-				out.Frames = append(out.Frames, FrameDiff{Op: "changed", A: x.frame.Record, B: y.frame.Record,
+				frames = append(frames, FrameDiff{Op: "changed", A: x.frame.Record, B: y.frame.Record,
 					Dir: string(x.frame.Dir), Kind: x.frame.Kind, Method: x.frame.Method, Diff: diffValues(x.norm, y.norm, 20)})
 			case op.i >= 0:
 				x := fa[runA[op.i]]
-				out.Frames = append(out.Frames, FrameDiff{Op: "removed", A: x.frame.Record, Dir: string(x.frame.Dir),
+				frames = append(frames, FrameDiff{Op: "removed", A: x.frame.Record, Dir: string(x.frame.Dir),
 					Kind: x.frame.Kind, Method: x.frame.Method, Frame: showFrame(x.frame)})
 			default:
 				y := fb[runB[op.j]]
-				out.Frames = append(out.Frames, FrameDiff{Op: "added", B: y.frame.Record, Dir: string(y.frame.Dir),
+				frames = append(frames, FrameDiff{Op: "added", B: y.frame.Record, Dir: string(y.frame.Dir),
 					Kind: y.frame.Kind, Method: y.frame.Method, Frame: showFrame(y.frame)})
 			}
 		}
@@ -113,7 +160,7 @@ func Diff(a, b *Recording, opts ...Option) (*CassetteDiff, error) {
 		switch {
 		case op.i >= 0 && op.j >= 0:
 			flush()
-			out.Same++
+			same++
 		case op.i >= 0:
 			runA = append(runA, op.i)
 		default:
@@ -121,14 +168,7 @@ func Diff(a, b *Recording, opts ...Option) (*CassetteDiff, error) {
 		}
 	}
 	flush()
-	switch {
-	case out.ExitA == nil && out.ExitB == nil:
-	case out.ExitA == nil || out.ExitB == nil:
-		out.ExitDiff = true
-	default:
-		out.ExitDiff = *out.ExitA != *out.ExitB
-	}
-	return out, nil
+	return same, frames
 }
 
 // diffFrames returns the frame steps of e, both directions normalized.

@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/framing"
 )
 
 type role uint8
@@ -33,14 +33,19 @@ type estep struct {
 	noted  bool // counted by finish
 	liveT  time.Time
 	liveID string // theirs requests: the id the live side used
-	norm   any
-	idx    int // position in the causal sequence
+	// optional: theirs chatter (a log line, a progress report): matched
+	// if it comes, never waited for, not missed if it does not.
+	optional bool
+	norm     any
+	idx      int // position in the causal sequence
 }
 
-// liveLine is one line from the live side.
+// liveLine is one message from the live side: a line, or the body of a
+// Content-Length message (cl).
 type liveLine struct {
 	raw []byte
 	t   time.Time
+	cl  bool
 }
 
 // engine runs one replay. All its state is owned by engineLoop (the
@@ -53,6 +58,9 @@ type engine struct {
 	o     *options
 	ign   ignoreSet
 	idKey string
+	// liveCL: the live side frames its messages with Content-Length
+	// headers, so the replay's own replies (refusals) do too.
+	liveCL bool
 
 	// The steps held: steps[k] is step base+k of the causal sequence.
 	// Steps before base were finished and let go; steps after the last
@@ -148,7 +156,7 @@ func newEngine(src Source, r role, o *options) (*engine, error) {
 	e := &engine{name: f.name, conn: conn, d: d, role: r, o: o, ign: ign, issued: map[string]string{},
 		binds: map[string]string{}, known: map[string]bool{}, sp: newStepper(rs, conn, d), cut: f.cut}
 	if d.idKeyed() {
-		e.idKey = "id"
+		e.idKey = d.responseID()
 	}
 	e.faults = append([]Fault(nil), o.faults...)
 	for ph, v := range o.bindings {
@@ -230,6 +238,7 @@ func (e *engine) pull() *estep {
 		fromParent := st.frame.Dir == dirIn
 		st.mine = fromParent == (r == roleParent)
 		st.theirs = !st.mine
+		st.optional = st.theirs && e.d.chatter(st.frame)
 		if st.theirs && len(e.known) < maxKnown {
 			e.known[st.frame.Method] = true
 		}
@@ -364,30 +373,44 @@ type lineReader struct {
 
 func (lr *lineReader) run() {
 	defer close(lr.lines)
-	br := bufio.NewReaderSize(lr.r, 64<<10)
-	for {
-		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			// A long line: gather the rest.
-			buf := append([]byte(nil), line...)
-			for errors.Is(err, bufio.ErrBufferFull) {
-				line, err = br.ReadSlice('\n')
-				buf = append(buf, line...)
+	// The live side's framing is detected from its first bytes, as the
+	// recorder does: lines, or Content-Length messages (LSP, DAP). Parts
+	// of an over-long message are joined: the engine compares whole
+	// messages.
+	sp := framing.NewSplitter(framing.Auto, 0)
+	buf := make([]byte, 64<<10)
+	var long []byte
+	var out []liveLine
+	emit := func(hdr, p []byte, _ string, part bool) {
+		if part || long != nil {
+			long = append(long, p...)
+			if part {
+				return
 			}
-			line = buf
+			p, long = long, nil
 		} else {
-			line = append([]byte(nil), line...)
+			p = append([]byte(nil), p...)
 		}
-		if len(line) > 0 {
-			t := time.Now()
-			line = bytes.TrimSuffix(line, []byte("\n"))
-			line = bytes.TrimSuffix(line, []byte("\r"))
+		out = append(out, liveLine{raw: p, cl: sp.Mode() == framing.ContentLength})
+	}
+	for {
+		n, err := lr.r.Read(buf)
+		if n > 0 {
+			sp.Feed(buf[:n], emit)
+		}
+		if err != nil {
+			sp.End(emit)
+		}
+		t := time.Now()
+		for _, l := range out {
+			l.t = t
 			select {
-			case lr.lines <- liveLine{raw: line, t: t}:
+			case lr.lines <- l:
 			case <-lr.done:
 				return
 			}
 		}
+		out = out[:0]
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
 				lr.err = err
@@ -405,7 +428,7 @@ func (lr *lineReader) run() {
 func (e *engine) run(ctx context.Context, in io.Reader) (*Result, error) {
 	e.start = time.Now()
 	e.lastProgress = e.start
-	e.pf = startPrefetch(e.sp)
+	e.pf = startPrefetch(e.sp, e.o.prefetchNice)
 	lines := make(chan liveLine, readQueue)
 	done := make(chan struct{})
 	lr := &lineReader{r: in, lines: lines, done: done}
@@ -480,7 +503,7 @@ func (e *engine) liveName() string {
 func (e *engine) blocker(i int) int {
 	for e.open < i && e.open < e.end() {
 		st := e.at(e.open)
-		if st.theirs && !st.done && !st.waived {
+		if st.theirs && !st.done && !st.waived && !st.optional {
 			return e.open
 		}
 		e.open++
@@ -499,7 +522,7 @@ func (e *engine) advance(now time.Time) (time.Duration, bool) {
 		// it would hold every step in between.
 		for e.load(e.next, false) {
 			st := e.at(e.next)
-			if st.mine || (e.role == roleChild && st.theirs && !st.done && !st.waived) {
+			if st.mine || (e.role == roleChild && st.theirs && !st.done && !st.waived && !st.optional) {
 				break
 			}
 			e.next++
@@ -624,7 +647,7 @@ func (e *engine) send(st *estep, now time.Time) bool {
 	raw := f.Raw
 	if f.Kind == kindResponse && st.pair != nil {
 		if live := st.pair.liveID; live != "" && live != f.ID {
-			raw = replaceMember(raw, "id", []byte(live))
+			raw = replaceMember(raw, e.idKey, []byte(live))
 		}
 	}
 	if f.json {
@@ -638,14 +661,14 @@ func (e *engine) send(st *estep, now time.Time) bool {
 	}
 	// One write per frame; the buffer is reused (a Writer must not retain
 	// it), unless a huge frame made it large.
-	buf := append(append(e.wbuf[:0], raw...), st.eol...)
+	buf := e.frameOut(e.wbuf[:0], raw, st.hdr, st.eol)
 	if cap(buf) <= 1<<20 {
 		e.wbuf = buf
 	}
 	e.sentFrames++
 	if len(e.faults) > 0 {
 		if f := e.faultFor(st, e.sentFrames); f != nil {
-			end, err := e.writeFaulty(f, st, buf)
+			end, err := e.writeFaulty(f, st, buf, raw)
 			if err != nil {
 				e.werr = fmt.Errorf("writing to the %s: %w", e.liveName(), err)
 				return true
@@ -706,30 +729,57 @@ func (e *engine) onSignal(sig string, now time.Time) bool {
 }
 
 // onLine matches one live frame.
+// matchSame is onLine's fast path: a frame byte for byte equal to a
+// pending recorded one matches it under the default matcher without being
+// decoded (the common case, and the one that matters for 1 MiB frames).
+func (e *engine) matchSame(l liveLine) bool {
+	if e.o.customMatcher {
+		return false
+	}
+	var same *estep
+	e.eachInWindow(func(st *estep) bool {
+		if bytes.Equal(st.frame.Raw, l.raw) {
+			same = st
+			return false
+		}
+		return true
+	})
+	if same != nil {
+		e.acceptSame(same, l.t)
+	}
+	return same != nil
+}
+
+// eachInWindow calls fn with the first `window` recorded frames of the
+// live side still to come (not done, not waived), in order, until fn
+// returns false.
+func (e *engine) eachInWindow(fn func(st *estep) bool) {
+	n := 0
+	for i := e.open; n < e.o.window && e.load(i, true); i++ {
+		st := e.at(i)
+		if !st.theirs || st.done || st.waived || st.kind != stepFrame {
+			continue
+		}
+		n++
+		if !fn(st) {
+			return
+		}
+	}
+}
+
 func (e *engine) onLine(l liveLine) {
 	e.trim()
+	if l.cl {
+		e.liveCL = true
+	}
 	f := &Frame{Raw: l.raw}
 	if e.role == roleChild {
 		f.Dir = dirIn
 	} else {
 		f.Dir = dirOut
 	}
-	// Fast path: a frame byte for byte equal to a pending recorded one
-	// matches it under the default matcher without being decoded (the
-	// common case, and the one that matters for 1 MiB frames).
-	if !e.o.customMatcher {
-		n := 0
-		for i := e.open; n < e.o.window && e.load(i, true); i++ {
-			st := e.at(i)
-			if !st.theirs || st.done || st.waived || st.kind != stepFrame {
-				continue
-			}
-			n++
-			if bytes.Equal(st.frame.Raw, l.raw) {
-				e.acceptSame(st, l.t)
-				return
-			}
-		}
+	if e.matchSame(l) {
+		return
 	}
 	f.Value, f.json = decodeJSON(l.raw)
 	e.d.classify(f, f.Dir == dirIn)
@@ -747,15 +797,7 @@ func (e *engine) onLine(l liveLine) {
 			cands = append(cands, st)
 		}
 	}
-	n := 0
-	for i := e.open; n < e.o.window && e.load(i, true); i++ {
-		st := e.at(i)
-		if !st.theirs || st.done || st.waived || st.kind != stepFrame {
-			continue
-		}
-		n++
-		cands = append(cands, st)
-	}
+	e.eachInWindow(func(st *estep) bool { cands = append(cands, st); return true })
 	for _, st := range cands {
 		e.value(st.frame)
 		rf := *st.frame
@@ -765,12 +807,21 @@ func (e *engine) onLine(l liveLine) {
 			return
 		}
 	}
-	// No match. Find the nearest candidate: same call first, fewest
-	// differences, earliest; look beyond the window (as far as the
-	// look-ahead bounds let the replay read) for a report.
-	var best *estep
+	if e.d.chatter(f) {
+		// Chatter that matches no recorded frame: one more log line or
+		// progress report than the recording had. Not a difference.
+		e.res.Chatter++
+		return
+	}
+	e.onMiss(f, cands, l.t)
+}
+
+// nearest finds the recorded frame nearest to f, which matched nothing:
+// same call first, fewest differences, earliest; it looks beyond the window
+// (as far as the look-ahead bounds let the replay read) for a report.
+// inWindow says the nearest is the same call and among the candidates.
+func (e *engine) nearest(f *Frame, cands []*estep) (best *estep, inWindow bool) {
 	bestScore := 0
-	inWindow := false
 	for pass := 0; pass < 2 && best == nil; pass++ {
 		examined := 0
 		for i := e.base; examined < 512 && e.load(i, true); i++ {
@@ -792,6 +843,14 @@ func (e *engine) onLine(l liveLine) {
 			}
 		}
 	}
+	return best, inWindow
+}
+
+// onMiss reports a live frame that matched no recorded one: a mismatch
+// when it stands in for the nearest recorded call, else an unexpected
+// frame (refused in the protocol's own form when it is a request).
+func (e *engine) onMiss(f *Frame, cands []*estep, t time.Time) {
+	best, inWindow := e.nearest(f, cands)
 	d := Divergence{Live: showFrame(f), FrameKind: f.Kind, Method: f.Method}
 	if best != nil {
 		rf := best.frame
@@ -807,7 +866,7 @@ func (e *engine) onLine(l liveLine) {
 		d.Kind = Mismatch
 		d.Message = fmt.Sprintf("%s %s differs from record #%d", f.Kind, f.Method, d.Record)
 		e.diverge(d, nil)
-		e.accept(best, f, l.t)
+		e.accept(best, f, t)
 		return
 	}
 	d.Kind = Unexpected
@@ -885,6 +944,26 @@ func (e *engine) accept(st *estep, f *Frame, t time.Time) {
 	}
 }
 
+// frameOut appends one message to dst as the wire carries it: body and
+// line ending, or (hdr set: a Content-Length stream) the header block with
+// its Content-Length counting this body (ids rewritten, placeholders filled
+// in and faults change a body's length), then the body.
+func (e *engine) frameOut(dst, body, hdr []byte, eol string) []byte {
+	if hdr != nil {
+		return append(append(dst, framing.WithLength(hdr, len(body))...), body...)
+	}
+	return append(append(dst, body...), eol...)
+}
+
+// replyHdr is the header of a message the replay makes up (a refusal): a
+// Content-Length one when the live side frames its messages so, else nil.
+func (e *engine) replyHdr() []byte {
+	if e.liveCL {
+		return framing.WithLength(nil, 0)
+	}
+	return nil
+}
+
 // diverge records d, reports it and sends reply (if any) to the live side.
 func (e *engine) diverge(d Divergence, reply []byte) {
 	d.Cassette = e.name
@@ -899,7 +978,7 @@ func (e *engine) diverge(d Divergence, reply []byte) {
 		}
 	}
 	if reply != nil {
-		if _, err := e.out.Write(append(reply, '\n')); err != nil && e.werr == nil {
+		if _, err := e.out.Write(e.frameOut(nil, reply, e.replyHdr(), "\n")); err != nil && e.werr == nil {
 			e.werr = fmt.Errorf("writing to the %s: %w", e.liveName(), err)
 		}
 	}
@@ -923,7 +1002,7 @@ func (e *engine) finish() {
 	e.o.report = nil // one summary instead of a line each
 	var first []*Frame
 	note := func(st *estep) {
-		if !st.theirs || (st.kind != stepFrame && st.kind != stepSignal) || st.done || st.noted {
+		if !st.theirs || (st.kind != stepFrame && st.kind != stepSignal) || st.done || st.noted || st.optional {
 			return
 		}
 		st.noted = true

@@ -176,17 +176,20 @@ func (e *engine) faultFor(st *estep, n int) *Fault {
 	return nil
 }
 
-// writeFaulty sends buf (one frame and its line end) to the live side
+// writeFaulty sends buf (one frame as the wire carries it: body, whose
+// bytes are body, and line end, or header block and body) to the live side
 // with fault f applied, and reports whether the session ends here (kill).
 // It returns the error of the write, if any.
-func (e *engine) writeFaulty(f *Fault, st *estep, buf []byte) (bool, error) {
+func (e *engine) writeFaulty(f *Fault, st *estep, buf, body []byte) (bool, error) {
 	e.res.Faults = append(e.res.Faults, fmt.Sprintf("%s on record #%d (%s %s)", f.rule, st.frame.Record, st.frame.Kind, st.frame.Method))
 	if w := e.o.report; w != nil {
 		fmt.Fprintf(w, "%s: fault injected: %s on record #%d (%s %s)\n", e.o.prog, f.rule, st.frame.Record, st.frame.Kind, st.frame.Method)
 	}
 	eol := buf[len(buf)-len(st.eol):]
-	frame := buf[:len(buf)-len(st.eol)]
+	frame := buf[:len(buf)-len(st.eol)] // on a Content-Length stream: header and body
 	write := func(b []byte) error { _, err := e.out.Write(b); return err }
+	// reframe gives a changed body its own line end or header.
+	reframe := func(b []byte) []byte { return e.frameOut(nil, b, st.hdr, string(eol)) }
 	switch f.Action {
 	case "delay":
 		time.Sleep(f.Delay)
@@ -208,7 +211,7 @@ func (e *engine) writeFaulty(f *Fault, st *estep, buf []byte) (bool, error) {
 	case "truncate":
 		return false, write(append(append([]byte(nil), frame[:len(frame)/2]...), eol...))
 	case "corrupt":
-		return false, write(append(corruptField(frame, f.Field), eol...))
+		return false, write(reframe(corruptField(body, f.Field)))
 	case "error":
 		if st.frame.Kind == kindResponse && st.pair != nil {
 			req := *st.pair.frame
@@ -216,7 +219,7 @@ func (e *engine) writeFaulty(f *Fault, st *estep, buf []byte) (bool, error) {
 				req.ID = st.pair.liveID
 			}
 			if b := e.d.refusal(&req, "rpctap fault injected: "+f.rule, true); b != nil {
-				return false, write(append(b, eol...))
+				return false, write(reframe(b))
 			}
 		}
 		return false, write(buf) // nothing to refuse: sent as recorded

@@ -5,7 +5,12 @@ package replay
 // (key order, spacing, escapes) reaches the peer exactly as recorded. The
 // skipping itself is internal/jsonscan, shared with redact.
 
-import "github.com/rpctap/rpctap/internal/jsonscan"
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/rpctap/rpctap/internal/jsonscan"
+)
 
 // memberSpan finds the top-level member key in the JSON object b and returns
 // the byte offsets of its value [vs, ve) and of the whole member including a
@@ -104,4 +109,15 @@ func replaceMember(b []byte, key string, val []byte) []byte {
 	out = append(out, b[:vs]...)
 	out = append(out, val...)
 	return append(out, b[ve:]...)
+}
+
+// mustJSON encodes v without HTML escaping; v is always encodable here.
+func mustJSON(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return []byte("null")
+	}
+	return bytes.TrimRight(b.Bytes(), "\n")
 }

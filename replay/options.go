@@ -76,6 +76,7 @@ type options struct {
 	customMatcher bool
 	bindings      map[string]string
 	faults        []Fault
+	prefetchNice  int
 }
 
 // defaults returns the default options with opts applied in order.
@@ -100,6 +101,14 @@ func WithBinding(ph, value string) Option {
 		o.bindings[ph] = value
 	}
 }
+
+// WithPrefetchNice runs the goroutine that reads the cassette ahead of the
+// replay on its own OS thread at niceness n (Linux; best effort): decoding
+// takes a millisecond or two of CPU at a time, and at a low priority it runs
+// when the replay and its peer leave a core idle instead of taking turns
+// with them. 0 (the default) leaves the thread as it is. `rpctap replay`
+// asks 19.
+func WithPrefetchNice(n int) Option { return func(o *options) { o.prefetchNice = n } }
 
 // WithSpeed sets the pacing: 1 (the default) keeps the recorded delays, 2
 // halves them, 0 sends every frame as soon as causality allows.
@@ -170,7 +179,11 @@ type Result struct {
 	// early); they count as divergences too.
 	Unlisted int
 	Matched  int // live frames matched to recorded ones
-	Sent     int // recorded frames sent to the live side
+	// Chatter counts live notifications the protocol marks as chatter
+	// (protocol.Wire.Chatter: log lines, progress) that matched no
+	// recorded frame; they are not divergences.
+	Chatter int
+	Sent    int // recorded frames sent to the live side
 	// Faults lists the faults injected (WithFaults), one line each.
 	Faults []string
 }

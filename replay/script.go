@@ -112,6 +112,7 @@ type step struct {
 	kind  stepKind
 	frame *Frame // stepFrame (and stepStderr: Raw holds the line)
 	eol   string // the line ending recorded after the payload
+	hdr   []byte // the Content-Length header block recorded before it (nil: a line)
 	t     int64  // ns since start
 	prevT int64  // t of the step before it in the sequence (its own t for the first)
 	// pair links a response to the request it answers (nil when none).
@@ -119,6 +120,7 @@ type step struct {
 	exit *Exit  // stepExit
 	sig  string // stepSignal: "SIGINT", ...
 
+	stored bool // kind, method and id came from the record (see protocol.Wire.RecordedKinds)
 	parts  bool // a line still being joined from part records
 	joined bool // assembled from parts (JSON-ness unknown until complete)
 }
@@ -132,8 +134,8 @@ type Exit struct {
 // compatible: a sniffed protocol may be refined by --protocol within the
 // same family (a JSON-RPC cassette can be replayed as acp or mcp).
 func compatible(asked, sniffed string) bool {
-	return dialectFor(asked).family == dialectFor(sniffed).family && dialectFor(asked).family != famGeneric ||
-		sniffed == "raw"
+	a, s := dialectFor(asked).w.Style, dialectFor(sniffed).w.Style
+	return a == s && a != protocol.StyleWhole || sniffed == "raw"
 }
 
 // isJSONPayload: a payload recorded as JSON (the recorder checked it) that
@@ -148,11 +150,7 @@ func isJSONPayload(raw []byte, recordedJSON bool) bool {
 func detect(frames []*Frame) string {
 	var df []protocol.DirFrame
 	for _, f := range frames {
-		dir := protocol.FromChild
-		if f.Dir == dirIn {
-			dir = protocol.FromParent
-		}
-		df = append(df, protocol.DirFrame{Dir: dir, Frame: f.Raw})
+		df = append(df, protocol.DirFrame{Dir: protocol.DirOf(string(f.Dir)), Frame: f.Raw})
 		if len(df) == protocol.DetectFrames {
 			break
 		}

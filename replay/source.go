@@ -462,7 +462,28 @@ func (sp *stepper) add(rec *cassette.Record) {
 			return
 		}
 		f := &Frame{Record: rec.N, Dir: rec.D, Raw: payloadOf(rec), json: rec.JSON != nil}
-		sp.push(step{kind: stepFrame, frame: f, eol: rec.EOL, t: rec.T, parts: rec.Part})
+		if !rec.Part && rec.Kind != "" && sp.d.w.RecordedKinds() {
+			// The recorder classified this frame with the same rules:
+			// keep its answer (finalize then does not scan the frame).
+			f.Kind, f.Method, f.ID = kindName(protocol.Kind(rec.Kind)), rec.Method, string(rec.ID)
+			if f.Kind == kindResponse || f.ID == "null" {
+				f.Method = "" // filled in from the request it answers
+			}
+			if f.ID == "null" {
+				f.ID = ""
+			}
+			st := step{kind: stepFrame, frame: f, eol: rec.EOL, t: rec.T, stored: true}
+			if rec.Hdr != "" {
+				st.hdr = []byte(rec.Hdr)
+			}
+			sp.push(st)
+			return
+		}
+		var hdr []byte
+		if rec.Hdr != "" {
+			hdr = []byte(rec.Hdr)
+		}
+		sp.push(step{kind: stepFrame, frame: f, eol: rec.EOL, hdr: hdr, t: rec.T, parts: rec.Part})
 		if rec.Part {
 			sp.partial[rec.D] = sp.queue[len(sp.queue)-1]
 		}
@@ -509,7 +530,9 @@ func (sp *stepper) finalize(st *estep) {
 	}
 	f.json = isJSONPayload(f.Raw, recorded)
 	st.parts, st.joined = false, false
-	sp.d.classify(f, f.Dir == dirIn)
+	if !st.stored || !f.json {
+		sp.d.classify(f, f.Dir == dirIn)
+	}
 	if !sp.d.idKeyed() || f.ID == "" {
 		return
 	}
@@ -558,31 +581,31 @@ type prefetcher struct {
 	peak    int  // most frame bytes q held (tests)
 	ended   bool // the goroutine is done with the stepper
 	stopped bool // the engine wants no more steps
+	nice    int  // niceness of the goroutine's thread (0: as it is)
 }
 
 const (
 	prefetchSteps = 1024
 	prefetchBytes = 1 << 20
 	prefetchTake  = 32
-	prefetchNice  = 19
 )
 
-func startPrefetch(sp *stepper) *prefetcher {
-	pf := &prefetcher{sp: sp}
+func startPrefetch(sp *stepper, nice int) *prefetcher {
+	pf := &prefetcher{sp: sp, nice: nice}
 	pf.cond = sync.NewCond(&pf.mu)
 	go pf.run()
 	return pf
 }
 
 func (pf *prefetcher) run() {
-	// Decoding a data frame of the cassette takes a millisecond or two of
-	// CPU at a time. At a low priority it runs when the replay and its
-	// parent leave a core idle, instead of taking turns with them (on 2
-	// cores that made the reply p99.9 1.6 ms). The thread ends with the
-	// goroutine (no UnlockOSThread): a niced thread must not be reused.
-	// Best effort: where the system refuses, it runs at normal priority.
-	runtime.LockOSThread()
-	_ = thread.Nice(prefetchNice)
+	// At the niceness the caller asked (WithPrefetchNice), on a thread of
+	// its own that ends with the goroutine (no UnlockOSThread): a niced
+	// thread must not be reused. Best effort: where the system refuses, it
+	// runs at normal priority.
+	if pf.nice != 0 {
+		runtime.LockOSThread()
+		_ = thread.Nice(pf.nice)
+	}
 	defer func() {
 		pf.mu.Lock()
 		pf.ended = true

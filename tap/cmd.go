@@ -23,8 +23,13 @@ import (
 // parent that stopped reading, can keep the tap alive.
 const DefaultGrace = 2 * time.Second
 
-// minProcs is the least GOMAXPROCS the tap runs with (see Start).
-const minProcs = 8
+// MinProcs is the least GOMAXPROCS a process running a tap should have:
+// each pump sleeps in a system call on its own locked thread, and a thread
+// in a system call keeps its P until the runtime's monitor takes it back
+// (milliseconds); with at least MinProcs Ps a pump waking up always finds
+// an idle one. The tap leaves GOMAXPROCS to its caller (`rpctap record`
+// raises it); with fewer Ps it works, with more latency.
+const MinProcs = 8
 
 // ForwardedSignals are the signals Command relays to the child.
 var ForwardedSignals = []os.Signal{
@@ -87,9 +92,10 @@ var ForwardedSignals = []os.Signal{
 // Each pump runs on its own locked OS thread and uses plain poll(2),
 // read(2) and write(2) system calls (see rawFD), as cat does: a hop of a
 // small frame costs one thread wake-up instead of the runtime poller's
-// failed read, park, epoll wake-up and goroutine switch. Start raises
-// GOMAXPROCS to at least 8 so that pumps asleep in system calls never hold
-// every P.
+// failed read, park, epoll wake-up and goroutine switch. Run it with
+// GOMAXPROCS at least MinProcs so that pumps asleep in system calls never
+// hold every P (the caller sets it: process-wide settings are the
+// command's).
 //
 // # Order
 //
@@ -406,14 +412,6 @@ func (c *Cmd) Start() (err error) {
 	}
 	c.s.event(Event{Kind: "start", Argv: append([]string(nil), c.Args...), Cwd: cwd, PID: ec.Process.Pid})
 
-	// Each pump sleeps in poll(2), read(2) or write(2) on its own locked
-	// thread (see rawFD). A thread in a system call keeps its P until the
-	// runtime's monitor takes it back, which can take milliseconds; with
-	// at least 8 Ps a pump waking up always finds an idle one, so three
-	// pumps asleep never hold up the fourth or Wait.
-	if n := runtime.GOMAXPROCS(0); n < minProcs {
-		runtime.GOMAXPROCS(minProcs)
-	}
 	c.pumpsIn = make(chan struct{})
 	c.pumpsOE.Add(2)
 	go (&stdinPump{pump{s: c.s, stream: Stdin, src: c.in.rawFD, dst: c.inW}, c.in, c.pumpsIn, c.cutIn}).run()

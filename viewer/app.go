@@ -2,14 +2,12 @@ package viewer
 
 import (
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gdamore/tcell/v2"
 	"github.com/rivo/tview"
-	"github.com/rpctap/rpctap/cassette"
 )
 
 // Options configure an App.
@@ -24,6 +22,9 @@ type Options struct {
 	Follower *Follower
 	// WriteDir is where `w` writes frames (default: the current directory).
 	WriteDir string
+	// Back says the cassette was chosen in a picker: q at the top of the
+	// list goes back there (WentBack reports it); Q and Ctrl-C quit.
+	Back bool
 }
 
 // selectedBG is the background of the selected row.
@@ -35,15 +36,30 @@ const (
 	modeList mode = iota
 	modeTranscript
 	modeStats
+	modeFlows      // app_flows.go
+	modeFlowDetail // one flow opened from the flows
 )
 
 // App is the inspector. Build it with New, then Run it (a terminal), or
 // drive it headless with Key and Draw (tests).
 type App struct {
-	opts   Options
-	store  *Store
-	tv     *tview.Application
-	screen tcell.Screen
+	opts     Options
+	wentBack bool // q at the top of the list with Options.Back
+
+	// The rows of the transcript or statistics that Enter acts on: region
+	// ids of the text pane in order ("r<record>" for a transcript entry,
+	// "m<i>" for statsMethods[i]), and the one highlighted (-1: none).
+	targets      []string
+	target       int
+	statsMethods []string
+
+	// The flows view (app_flows.go).
+	flowTable *tview.Table
+	flows     []Flow
+	flowGen   atomic.Uint64
+	store     *Store
+	tv        *tview.Application
+	screen    tcell.Screen
 
 	// widgets
 	root    *tview.Pages
@@ -54,8 +70,7 @@ type App struct {
 	body    *tview.Flex
 	main    *tview.Pages // "list", "text"
 	text    *tview.TextView
-	layout  *tview.Flex // title, main, bottom
-	bottom  *tview.Flex // the input line (0 rows when closed) over the status line
+	bottom  *tview.Pages // "status", "input"
 	status  *tview.TextView
 	input   *tview.InputField
 	help    *tview.TextView
@@ -65,18 +80,16 @@ type App struct {
 	mode       mode
 	detailOpen bool
 	helpOpen   bool
-	bar        filterBar
+	inputKind  string // "filter", "search", "write", "" when closed
 	follow     bool
 	sticky     bool
 	dimAux     bool
 	search     *Filter
-	searchText string // the search as typed
+	searchBack bool
 	searching  bool
 	history    []int // record positions jumped from (p), for backspace
 	msg        string
 	selecting  bool // a programmatic selection is under way
-	lastW      int  // the screen size at the last draw (a resize re-shows the selection)
-	lastH      int
 
 	// background work
 	jobs       atomic.Int64
@@ -126,23 +139,26 @@ func (a *App) build() {
 	a.table = tview.NewTable().SetContent(a.content).SetFixed(1, 0).SetSelectable(true, false).SetSeparator(' ')
 	a.table.SetSelectedStyle(tcell.StyleDefault.Background(selectedBG).Foreground(tcell.ColorWhite))
 	a.table.SetSelectionChangedFunc(a.onSelectionChanged)
+	a.content.width = func() int { _, _, w, _ := a.table.GetInnerRect(); return w }
 
 	a.detail = tview.NewTextView().SetDynamicColors(true).SetWrap(true).SetScrollable(true)
 	a.detail.SetBorder(true).SetTitle(" detail ").SetTitleAlign(tview.AlignLeft)
 
 	a.body = tview.NewFlex().SetDirection(tview.FlexRow).AddItem(a.table, 0, 1, true)
 
-	a.text = tview.NewTextView().SetDynamicColors(true).SetWrap(true).SetScrollable(true)
+	a.text = tview.NewTextView().SetDynamicColors(true).SetRegions(true).SetWrap(true).SetScrollable(true)
 	a.text.SetBorder(true).SetTitleAlign(tview.AlignLeft)
 
 	a.main = tview.NewPages().AddPage("list", a.body, true, true).AddPage("text", a.text, true, false)
+	a.buildFlowTable()
 
 	a.status = tview.NewTextView().SetDynamicColors(true).SetWrap(false)
 	a.input = tview.NewInputField().SetFieldBackgroundColor(tcell.ColorBlack)
-	a.input.SetDoneFunc(a.onInputDone).SetChangedFunc(a.onInputChanged)
-	a.bottom = tview.NewFlex().SetDirection(tview.FlexRow).AddItem(a.input, 0, 0, false).AddItem(a.status, 1, 0, false)
+	a.input.SetDoneFunc(a.onInputDone)
+	a.input.SetChangedFunc(a.onInputChanged)
+	a.bottom = tview.NewPages().AddPage("status", a.status, true, true).AddPage("input", a.input, true, false)
 
-	a.layout = tview.NewFlex().SetDirection(tview.FlexRow).
+	layout := tview.NewFlex().SetDirection(tview.FlexRow).
 		AddItem(a.title, 1, 0, false).
 		AddItem(a.main, 0, 1, true).
 		AddItem(a.bottom, 1, 0, false)
@@ -151,31 +167,10 @@ func (a *App) build() {
 	a.help.SetBorder(true).SetTitle(" keys (? or Esc to close) ")
 	overlay := tview.NewGrid().SetColumns(0, 80, 0).SetRows(0, 36, 0).AddItem(a.help, 1, 1, 1, 1, 0, 0, true)
 
-	a.root = tview.NewPages().AddPage("main", a.layout, true, true).AddPage("help", overlay, true, false)
+	a.root = tview.NewPages().AddPage("main", layout, true, true).AddPage("help", overlay, true, false)
 	a.tv.SetRoot(a.root, true).SetFocus(a.table)
 	a.tv.SetInputCapture(a.handleKey)
-	a.tv.SetBeforeDrawFunc(a.beforeDraw)
-}
-
-// beforeDraw runs on the UI goroutine before each draw: rows are rendered
-// afresh (the analysis may have paired or marked some since), the columns
-// are fitted to the width, and after a resize the selection is brought
-// back into sight.
-func (a *App) beforeDraw(scr tcell.Screen) bool {
-	a.content.invalidate()
-	a.refreshStatus()
-	w, h := scr.Size()
-	off, _ := a.table.GetOffset()
-	a.content.fit(w, off, h)
-	if w != a.lastW || h != a.lastH {
-		resized := a.lastW != 0
-		a.lastW, a.lastH = w, h
-		if resized && a.mode == modeList {
-			row, _ := a.table.GetSelection()
-			a.selectRow(row) // tview clamps the offset to a new selection only
-		}
-	}
-	return false
+	a.tv.SetBeforeDrawFunc(func(tcell.Screen) bool { a.content.invalidate(); a.refreshStatus(); return false })
 }
 
 // Run shows the App on its screen until the user quits.
@@ -200,21 +195,9 @@ func (a *App) Stop() {
 
 func (a *App) stop() { a.quitOnce.Do(func() { close(a.quit) }) }
 
-// StartFollowing starts reading new records (once) without Run, for an App
-// driven headless: the follower hands them over through Settle.
-func (a *App) StartFollowing() { a.startFollower() }
-
-// startFollower starts reading new records (once).
-func (a *App) startFollower() {
-	if !a.followerOn.CompareAndSwap(false, true) {
-		return
-	}
-	f := a.opts.Follower
-	if f == nil {
-		f = &Follower{Store: a.store, Interval: 250 * time.Millisecond}
-	}
-	go f.Run(a.quit, a.onNewRecords)
-}
+// WentBack reports whether the user left with q to go back to the picker
+// (Options.Back), rather than quit.
+func (a *App) WentBack() bool { return a.wentBack }
 
 // ---- selection and movement
 
@@ -274,7 +257,6 @@ func (a *App) jumpTo(pos int) {
 
 // setView switches to v and keeps (or moves to) record pos.
 func (a *App) setView(v *View, pos int) {
-	v.analysed = a.store.Scanned()
 	a.view = v
 	a.content.invalidate()
 	if !v.All() {
@@ -334,38 +316,21 @@ func (a *App) setMode(m mode) {
 		a.tv.SetFocus(a.table)
 	case modeTranscript:
 		a.main.SwitchToPage("text")
-		a.text.SetTitle(" transcript (t or Esc: back to the list) ")
+		a.text.SetTitle(" transcript (↑ ↓ Enter: go to the record · t or Esc: back) ")
 		a.tv.SetFocus(a.text)
 		a.openTranscript()
 	case modeStats:
 		a.main.SwitchToPage("text")
-		a.text.SetTitle(" statistics (s or Esc: back to the list) ")
+		a.text.SetTitle(" statistics (↑ ↓ Enter: filter by the method · s or Esc: back) ")
 		a.tv.SetFocus(a.text)
 		a.showStats()
-	}
-}
-
-func (a *App) showTranscript() {
-	a.trMu.Lock()
-	s := RenderTranscript(a.tr, true)
-	if n := a.store.Len(); a.trFrom > 0 || a.trEnd >= 0 && a.trEnd < n {
-		end := n
-		if a.trEnd >= 0 {
-			end = a.trEnd
+	case modeFlows:
+		a.main.SwitchToPage("flows")
+		a.tv.SetFocus(a.flowTable)
+		if a.flows == nil {
+			a.openFlows()
 		}
-		s = fmt.Sprintf("[olive]records #%d to #%d, around the selection: a large cassette is folded a window at a time (move in the list and press t again)[-]\n\n", a.trFrom, end-1) + s
 	}
-	a.trMu.Unlock()
-	a.text.SetText(s)
-}
-
-func (a *App) showStats() {
-	st := a.store.Stats()
-	s := RenderStats(st, true)
-	if n := a.store.Len(); st.Records < n {
-		s = fmt.Sprintf("[olive]analysed %d of %d records…[-]\n\n", st.Records, n) + s
-	}
-	a.text.SetText(s)
 }
 
 func (a *App) showHelp(on bool) {
@@ -386,68 +351,6 @@ func (a *App) restoreFocus() {
 	default:
 		a.tv.SetFocus(a.table)
 	}
-}
-
-func (a *App) writeFrame(path string) {
-	pos := a.selectedPos()
-	r, ok := a.store.Record(pos)
-	if !ok || path == "" {
-		return
-	}
-	data := append([]byte(nil), Payload(&r)...)
-	data = append(data, '\n')
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		a.msg = "write: " + err.Error()
-		return
-	}
-	a.msg = fmt.Sprintf("wrote #%d (%d bytes) to %s", pos, len(data), path)
-}
-
-func (a *App) copyFrame() {
-	pos := a.selectedPos()
-	r, ok := a.store.Record(pos)
-	if !ok {
-		return
-	}
-	p := Payload(&r)
-	if a.screen != nil {
-		a.screen.SetClipboard(p)
-	}
-	a.msg = fmt.Sprintf("copied #%d (%d bytes) to the clipboard (OSC 52)", pos, len(p))
-}
-
-func (a *App) jumpPair() {
-	pos := a.selectedPos()
-	if pos < 0 {
-		return
-	}
-	r, ok := a.store.Record(pos)
-	if ok && r.K == cassette.KindViolation && r.Ref != 0 {
-		a.history = append(a.history, pos)
-		a.jumpTo(int(r.Ref))
-		return
-	}
-	partner, ok := a.store.Pair(pos)
-	if !ok {
-		if a.store.Scanned() <= pos {
-			a.msg = "still pairing… try again in a moment"
-		} else {
-			a.msg = fmt.Sprintf("#%d has no paired request or response", pos)
-		}
-		return
-	}
-	a.history = append(a.history, pos)
-	a.jumpTo(partner)
-}
-
-func (a *App) back() {
-	if len(a.history) == 0 {
-		a.msg = "no jump to go back from"
-		return
-	}
-	pos := a.history[len(a.history)-1]
-	a.history = a.history[:len(a.history)-1]
-	a.jumpTo(pos)
 }
 
 func (a *App) refreshStatus() {

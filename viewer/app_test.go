@@ -2,8 +2,10 @@ package viewer
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -231,30 +233,85 @@ func TestSearchNextPrevious(t *testing.T) {
 	if h.selected() != chunks[1] {
 		t.Errorf("n: #%d, want #%d", h.selected(), chunks[1])
 	}
-	h.keys("n")
-	if h.selected() != chunks[2] {
-		t.Errorf("n: #%d, want #%d", h.selected(), chunks[2])
-	}
-	// Past the last match the search wraps to the first, and says so.
-	h.keys("n")
+	h.keys("nn")
 	if h.selected() != chunks[0] {
-		t.Errorf("n past the last: #%d, want the first #%d", h.selected(), chunks[0])
+		t.Errorf("n past the last: #%d, want to wrap to the first, #%d", h.selected(), chunks[0])
 	}
-	if !strings.Contains(h.screen(), "wrapped past the bottom") {
-		t.Errorf("no 'wrapped' message past the last match:\n%s", h.screen())
-	}
-	// Backwards from the first, it wraps to the last.
-	h.keys("N")
-	if h.selected() != chunks[2] || !strings.Contains(h.screen(), "wrapped past the top") {
-		t.Errorf("N from the first: #%d, want the last #%d, wrapped", h.selected(), chunks[2])
+	if !strings.Contains(h.screen(), "search wrapped") {
+		t.Error("no 'search wrapped' message past the last match")
 	}
 	h.keys("N")
-	if h.selected() != chunks[1] {
-		t.Errorf("N: #%d, want #%d", h.selected(), chunks[1])
+	if h.selected() != chunks[2] {
+		t.Errorf("N before the first: #%d, want to wrap to the last, #%d", h.selected(), chunks[2])
 	}
-	h.keys("/no such text anywhere<enter>")
-	if h.selected() != chunks[1] || !strings.Contains(h.screen(), "not found: no such text anywhere") {
-		t.Errorf("a search without match moved to #%d or did not say so", h.selected())
+	h.keys("/no-such-text<enter>")
+	if h.selected() != chunks[2] || !strings.Contains(h.screen(), "not found") {
+		t.Errorf("a search with no match moved to #%d or said nothing", h.selected())
+	}
+}
+
+// TestFilterLanguage: each term of the filter language, negation and
+// conjunction, on the ACP sample session.
+func TestFilterLanguage(t *testing.T) {
+	h := newHarness(t, NewMemSource(acpSession()...), Options{})
+	rows := func(expr string) []int {
+		t.Helper()
+		f, err := ParseFilter(expr)
+		if err != nil {
+			t.Fatalf("%q: %v", expr, err)
+		}
+		h.app.setView(NewView(f), 0)
+		h.app.kickFill(h.app.view)
+		h.settle()
+		var out []int
+		for i := 0; i < h.app.view.Len(h.app.store); i++ {
+			out = append(out, h.app.view.At(i))
+		}
+		return out
+	}
+	for _, c := range []struct {
+		expr string
+		want []int
+	}{
+		{"kind:request dir:in", []int{2, 5, 7, 20}},
+		{"m:session/prompt & kind:response", []int{17}},
+		{"id:3", []int{7, 17}},
+		{`id:"3"`, []int{7, 17}},
+		{"slow>100ms", []int{14, 17}},
+		{"slow>350ms", []int{17}},
+		{"err", []int{18, 19}},
+		{"m:session/update !chunk !err", []int{12, 15}},
+		{"!kind:event !kind:header !kind:end !kind:stderr !kind:violation !m:session/update dir:out", []int{4, 6, 13, 17}},
+		{"kind:stderr", []int{3, 21}},
+		{"!dir:in & main.go", []int{11, 12, 13}},
+	} {
+		if got := rows(c.expr); fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%q: rows %v, want %v", c.expr, got, c.want)
+		}
+	}
+	for _, bad := range []string{"slow>fast", "dir:up", "!", "/(/"} {
+		if _, err := ParseFilter(bad); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+	// Filtering as one types: each prefix that parses is applied; one that
+	// does not keeps the last good view and says why in the status line.
+	h.app.setView(NewView(Filter{}), 0)
+	h.keys("fkind:response")
+	h.settle()
+	if got := h.app.view.Len(h.app.store); got != 4 {
+		t.Errorf("typed kind:response: %d rows, want 4", got)
+	}
+	h.keys(" slow>")
+	h.settle()
+	before := h.app.view.Filter().Expr
+	if !strings.Contains(h.screen(), "want a duration after slow>") || before != "kind:response slow" {
+		t.Errorf("a half-typed slow> replaced the view (now %q) or said nothing:\n%s", before, h.screen())
+	}
+	h.keys("1ms<enter>")
+	h.settle()
+	if got := h.app.view.Len(h.app.store); got != 4 {
+		t.Errorf("kind:response slow>1ms: %d rows, want 4", got)
 	}
 }
 
@@ -355,5 +412,165 @@ func TestWriteFrameToFile(t *testing.T) {
 	cells := h.app.content.rowCells(3) // #3 is a stderr line
 	if len(cells) == 0 || !cells[0].Dim {
 		t.Errorf("d did not dim the stderr row: %+v", cells)
+	}
+}
+
+// TestNarrowAndResize: on an 80-column terminal the list keeps LATENCY and
+// the violation mark in view (SUMMARY, the last column, is cut), and a
+// terminal made smaller keeps the selected row on screen.
+func TestNarrowAndResize(t *testing.T) {
+	h := newHarness(t, NewMemSource(acpSession()...), Options{})
+	h.scr.SetSize(80, 32)
+	scr := h.screen()
+	header := strings.Split(scr, "\n")[1]
+	for _, col := range []string{"METHOD/TYPE", "LATENCY", "!"} {
+		if !strings.Contains(header, col) {
+			t.Errorf("an 80-column list lost %s:\n%s", col, header)
+		}
+	}
+	if !strings.Contains(scr, "390ms") {
+		t.Errorf("the prompt's latency is not shown at 80 columns:\n%s", scr)
+	}
+	// Select the last row, then shrink the terminal to 12 lines.
+	h.keys("G")
+	last := h.selected()
+	h.scr.SetSize(80, 12)
+	scr = h.screen()
+	if h.selected() != last {
+		t.Errorf("resizing changed the selection from #%d to #%d", last, h.selected())
+	}
+	if !regexp.MustCompile(fmt.Sprintf(`(?m)^▶\s*%d `, last)).MatchString(scr) {
+		t.Errorf("the selected row #%d is off screen after a resize:\n%s", last, scr)
+	}
+}
+
+// TestQuitBackToPicker: with Options.Back (a cassette chosen in the
+// picker), q at the top of the list leaves saying "back"; q in a pane only
+// closes the pane; Q quits without going back.
+func TestQuitBackToPicker(t *testing.T) {
+	h := newHarness(t, NewMemSource(acpSession()...), Options{Back: true})
+	h.keys("t") // the transcript: q closes it first
+	h.keys("q")
+	if h.app.Done() {
+		t.Fatal("q in the transcript quit the viewer")
+	}
+	h.keys("q")
+	if !h.app.Done() || !h.app.WentBack() {
+		t.Errorf("q at the top: done %v, back %v; want both", h.app.Done(), h.app.WentBack())
+	}
+	h2 := newHarness(t, NewMemSource(acpSession()...), Options{Back: true})
+	h2.keys("Q")
+	if !h2.app.Done() || h2.app.WentBack() {
+		t.Errorf("Q: done %v, back %v; want done, not back", h2.app.Done(), h2.app.WentBack())
+	}
+	h3 := newHarness(t, NewMemSource(acpSession()...), Options{})
+	h3.keys("q")
+	if !h3.app.Done() || h3.app.WentBack() {
+		t.Errorf("q without a picker: done %v, back %v; want done, not back", h3.app.Done(), h3.app.WentBack())
+	}
+}
+
+// TestTranscriptAndStatsRowsAct: in the transcript, ↓ moves through the
+// entries and Enter jumps to the entry's record in the list; in the
+// statistics, Enter on a method's row filters the list by that method.
+func TestTranscriptAndStatsRowsAct(t *testing.T) {
+	h := newHarness(t, NewMemSource(acpSession()...), Options{})
+	h.keys("t")
+	h.settle()
+	h.keys("<down><down>") // the first turn's heading, then its prompt text
+	if h.app.target != 1 {
+		t.Fatalf("highlight at %d, want 1 (targets %v)", h.app.target, h.app.targets)
+	}
+	want := h.app.targets[1]
+	h.keys("<enter>")
+	if h.app.mode != modeList {
+		t.Fatal("Enter in the transcript did not go back to the list")
+	}
+	if got := fmt.Sprintf("r%d", h.selected()); got != want {
+		t.Errorf("Enter on transcript row %s selected record %s", want, got)
+	}
+
+	h.keys("s")
+	h.settle()
+	idx := -1
+	for i, m := range h.app.statsMethods {
+		if m == "session/request_permission" {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		t.Fatalf("no session/request_permission row in %v", h.app.statsMethods)
+	}
+	for i := 0; i <= idx; i++ {
+		h.keys("<down>")
+	}
+	h.keys("<enter>")
+	h.settle()
+	if h.app.mode != modeList || h.app.view.Filter().Method != "session/request_permission" {
+		t.Fatalf("Enter on the stats row: mode %v, filter %q", h.app.mode, h.app.view.Filter().Expr)
+	}
+	if got := h.app.view.Len(h.app.store); got != 2 {
+		t.Errorf("filtered by session/request_permission: %d rows, want the request and its answer", got)
+	}
+}
+
+// TestFlowsView: o shows one row per request with its answer and the
+// chunks that streamed it folded in; Enter opens a flow as one detail;
+// Esc goes back to the flows and o to the frames.
+func TestFlowsView(t *testing.T) {
+	h := newHarness(t, NewMemSource(acpSession()...), Options{})
+	h.keys("o")
+	h.settle()
+	if h.app.mode != modeFlows {
+		t.Fatal("o did not open the flows")
+	}
+	var prompt *Flow
+	for i := range h.app.flows {
+		if h.app.flows[i].Method == "session/prompt" && h.app.flows[i].First == 7 {
+			prompt = &h.app.flows[i]
+		}
+	}
+	if prompt == nil {
+		t.Fatalf("no flow for the prompt at #7: %+v", h.app.flows)
+	}
+	// The first prompt (#7) is answered at #17 after 390ms; the updates of
+	// its session in between (#8-#12, #15, #16) are folded into it, and
+	// the permission request (#13) and its answer (#14) are a flow of
+	// their own.
+	if prompt.Response != 17 || FormatDuration(prompt.Latency) != "390ms" || len(prompt.Streamed) != 7 {
+		t.Errorf("prompt flow: response #%d after %s, %d streamed; want #17, 390ms, 7", prompt.Response, FormatDuration(prompt.Latency), len(prompt.Streamed))
+	}
+	for _, f := range h.app.flows {
+		if f.Method == "session/update" && f.First >= 8 && f.First <= 16 {
+			t.Errorf("update #%d of the prompt's session is a flow of its own", f.First)
+		}
+	}
+	scr := h.screen()
+	if !strings.Contains(scr, "STREAMED") || !strings.Contains(scr, `"Fix the bug" → stop end_turn`) {
+		t.Errorf("flows screen:\n%s", scr)
+	}
+	// Open the prompt's flow.
+	for i := range h.app.flows {
+		if &h.app.flows[i] == prompt {
+			h.app.flowTable.Select(i+1, 0)
+		}
+	}
+	h.keys("<enter>")
+	if scr = h.screen(); !strings.Contains(scr, "flow #7 session/prompt") {
+		t.Errorf("no flow detail on screen:\n%s", scr)
+	}
+	detail := h.app.text.GetText(true) // the whole pane, scrolled or not
+	for _, want := range []string{"request", "streamed: 7 notification(s)", "response (after 390ms)", "end_turn", "agent_message_chunk \"I will\""} {
+		if !strings.Contains(detail, want) {
+			t.Errorf("flow detail lacks %q:\n%s", want, detail)
+		}
+	}
+	h.keys("<esc>")
+	if h.app.mode != modeFlows {
+		t.Errorf("Esc in a flow: mode %v, want the flows", h.app.mode)
+	}
+	h.keys("o")
+	if h.app.mode != modeList {
+		t.Errorf("o in the flows: mode %v, want the frames", h.app.mode)
 	}
 }

@@ -34,10 +34,7 @@ func (c *Classifier) Fill(r *cassette.Record) {
 		r.Kind = string(protocol.Invalid)
 		return
 	}
-	dir := protocol.FromParent
-	if r.D == cassette.DirOut {
-		dir = protocol.FromChild
-	}
+	dir := protocol.DirOf(string(r.D))
 	if c.p != nil {
 		info := c.p.Classify(dir, r.JSON)
 		r.Kind, r.Method = string(info.Kind), info.Method
@@ -86,38 +83,4 @@ func guess(r *cassette.Record) {
 	default:
 		r.Kind = string(protocol.Invalid)
 	}
-}
-
-// Failed reports whether a frame record reports a failure (protocol.Failed
-// with the cassette's protocol). r must be classified.
-func (c *Classifier) Failed(r *cassette.Record) bool {
-	if r.K != cassette.KindFrame || r.JSON == nil || r.Part {
-		return false
-	}
-	p, dir, info := c.frameArgs(r)
-	return protocol.Failed(p, dir, r.JSON, info)
-}
-
-// frameArgs are the protocol package's view of a frame record.
-func (c *Classifier) frameArgs(r *cassette.Record) (protocol.Protocol, protocol.Dir, protocol.Info) {
-	dir := protocol.FromParent
-	if r.D == cassette.DirOut {
-		dir = protocol.FromChild
-	}
-	var p protocol.Protocol
-	if c != nil {
-		p = c.p
-	}
-	return p, dir, protocol.Info{Kind: protocol.Kind(r.Kind), Method: r.Method, ID: string(r.ID)}
-}
-
-// Summary describes a frame record in a few words (protocol.Summarize with
-// the cassette's protocol; without one, JSON-RPC errors only). r must be
-// classified (Fill).
-func (c *Classifier) Summary(r *cassette.Record) string {
-	if r.K != cassette.KindFrame || r.JSON == nil || r.Part {
-		return ""
-	}
-	p, dir, info := c.frameArgs(r)
-	return protocol.Summarize(p, dir, r.JSON, info)
 }

@@ -2,6 +2,7 @@ package viewer
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -13,280 +14,304 @@ import (
 // Filter selects records. The zero Filter matches everything.
 //
 // ParseFilter reads it from the filter bar: terms separated by spaces or
-// `&`, all of which must hold; `!` before a term negates it.
+// "&", all of which must hold; "!" before a term negates it.
 //
-//	m:METHOD         the method/type, or one of its /-separated parts,
-//	                 starts with METHOD (case-insensitive): m:session/
-//	                 m:tools/call m:request_perm
-//	dir:in, in, >    frames parent -> child
-//	dir:out, out, <  frames child -> parent
-//	kind:KIND        request, response, notification, event, handshake,
-//	                 invalid (req, resp, notif, hello), or a record kind:
-//	                 stderr, event, violation, header, meta, end
-//	id:ID            the frame's id, with or without its quotes
-//	err              error responses (and failures a protocol reports its
-//	                 own way) and frames with violations
-//	slow>DURATION    a request or response answered after more than
-//	                 DURATION (100ms, 1.5s, 250us)
-//	v, violations    frames with violations (and violation records)
-//	-chunks          hide streamed chunks
-//	-aux             hide stderr lines, process events and cassette records
-//	/REGEXP/         the payload matches the regular expression
-//	"some text"      the payload contains the text (quotes keep spaces)
-//	anything else    the payload contains it (case-insensitive)
+//	m:TEXT          method or type contains TEXT (m:tools/ for every tools/ call)
+//	dir:in, dir:out frames parent -> child, child -> parent (also in, out, >, <)
+//	kind:K          K is request, response, notification, event, handshake,
+//	                invalid, or a record kind: stderr, violation, meta, header, end
+//	id:ID           the frame's id is ID (quotes optional: id:7, id:s1)
+//	err             error responses, invalid frames, frames with violations
+//	slow>DUR        responses answered after more than DUR (slow>100ms, slow>2s)
+//	v, violations   frames with violations (and violation records)
+//	chunk           streamed chunks (-chunks hides them: !chunk)
+//	-aux            hide stderr lines, process events and cassette records
+//	/REGEXP/        the payload matches the regular expression
+//	anything else   the payload contains it (case-insensitive)
+//
+// Examples: "m:tools/call & slow>1s", "!m:session/update err",
+// "dir:out kind:request".
 type Filter struct {
-	Terms []Term // all must hold
-	// The toggle keys' conditions (v, c, a), also spelled as words.
+	Dir            cassette.Dir
+	Method         string
+	Text           []string // lower-case words, all must appear
+	Regex          *regexp.Regexp
 	ViolationsOnly bool
 	HideChunks     bool
 	HideAux        bool
+	Expr           string // what Parse was given
+	// terms are the expression-language terms (kind:, id:, err, slow>,
+	// and any negated term), all of which must hold.
+	terms []term
 }
 
-// Term is one condition of a filter expression.
-type Term struct {
-	Neg  bool
-	Key  string // m, dir, kind, id, err, slow, re, text
-	Arg  string // its argument as written (lower-cased for text)
-	src  string // the term as written, for String
-	dir  cassette.Dir
-	re   *regexp.Regexp
-	slow int64 // ns
+// term is one test of the filter expression.
+type term struct {
+	neg  bool
+	test func(r *cassette.Record, m MatchInfo) bool
 }
 
-// Facts are what the Store's analysis knows about a record, for the terms
-// that need more than the record itself.
-type Facts struct {
-	Violations bool  // violation records refer to it
-	Paired     bool  // a request with its response, or the other way
-	Latency    int64 // ns between the two when Paired
-	// Failed tells whether the frame reports a failure (protocol.Failed);
-	// called only for `err`, nil means no.
-	Failed func(r *cassette.Record) bool
-	// RequestMethod is a response's request's method when the record does
-	// not name it (called only for m:, nil means unknown).
-	RequestMethod func() string
+// MatchInfo is what the analysis knows about a record that its bytes do
+// not say.
+type MatchInfo struct {
+	Violations bool   // violation records refer to it
+	Latency    int64  // a paired response: ns since its request (0: none)
+	Method     string // a paired response: its request's method, when the record names none
 }
 
-// ParseFilter parses the filter bar's text. An error names the bad term.
+// ParseFilter parses the filter bar's text.
 func ParseFilter(expr string) (Filter, error) {
-	var f Filter
-	words, err := splitTerms(expr)
-	if err != nil {
-		return Filter{}, err
-	}
+	f := Filter{Expr: strings.TrimSpace(expr)}
+	words := strings.Fields(strings.ReplaceAll(expr, "&", " "))
 	for _, w := range words {
-		src := w
 		neg := false
 		for strings.HasPrefix(w, "!") {
 			neg, w = !neg, w[1:]
 		}
 		if w == "" {
-			return Filter{}, fmt.Errorf("filter: %q negates nothing", src)
+			return Filter{}, fmt.Errorf("a lone %q: put it before a term (!err, !m:session/update)", "!")
 		}
 		lw := strings.ToLower(w)
-		t := Term{Neg: neg, src: src}
-		switch {
-		case !neg && (lw == "v" || lw == "violations"):
-			f.ViolationsOnly = true
-			continue
-		case !neg && lw == "-chunks":
-			f.HideChunks = true
-			continue
-		case !neg && lw == "-aux":
-			f.HideAux = true
-			continue
-		case lw == "in" || lw == ">" || lw == "dir:in":
-			t.Key, t.Arg, t.dir = "dir", "in", cassette.DirIn
-		case lw == "out" || lw == "<" || lw == "dir:out":
-			t.Key, t.Arg, t.dir = "dir", "out", cassette.DirOut
-		case strings.HasPrefix(lw, "dir:"):
-			return Filter{}, fmt.Errorf("filter: %s: dir is in or out", src)
-		case strings.HasPrefix(lw, "m:"):
-			if len(w) == 2 {
-				return Filter{}, fmt.Errorf("filter: %s: m: needs a method", src)
+		if !neg {
+			// The simple positive terms keep their fast fields (the
+			// violations-only view walks only violation references).
+			switch {
+			case lw == "in" || lw == ">" || lw == "dir:in":
+				f.Dir = cassette.DirIn
+				continue
+			case lw == "out" || lw == "<" || lw == "dir:out":
+				f.Dir = cassette.DirOut
+				continue
+			case lw == "v" || lw == "violations":
+				f.ViolationsOnly = true
+				continue
+			case lw == "-chunks":
+				f.HideChunks = true
+				continue
+			case lw == "-aux":
+				f.HideAux = true
+				continue
+			case strings.HasPrefix(lw, "m:") && len(w) > 2:
+				f.Method = w[2:]
+				continue
+			case len(w) >= 2 && w[0] == '/' && w[len(w)-1] == '/':
+				re, err := regexp.Compile(w[1 : len(w)-1])
+				if err != nil {
+					return Filter{}, fmt.Errorf("bad regular expression %s: %v", w, err)
+				}
+				f.Regex = re
+				continue
 			}
-			t.Key, t.Arg = "m", lw[2:]
-		case strings.HasPrefix(lw, "kind:"):
-			k, ok := kindNames[lw[5:]]
-			if !ok {
-				return Filter{}, fmt.Errorf("filter: %s: kind is one of request response notification event handshake invalid stderr violation header meta end", src)
-			}
-			t.Key, t.Arg = "kind", k
-		case strings.HasPrefix(lw, "id:"):
-			if len(w) == 3 {
-				return Filter{}, fmt.Errorf("filter: %s: id: needs an id", src)
-			}
-			t.Key, t.Arg = "id", strings.Trim(w[3:], `"`)
-		case lw == "err" || lw == "error" || lw == "errors":
-			t.Key = "err"
-		case strings.HasPrefix(lw, "slow>"):
-			d, err := time.ParseDuration(strings.ReplaceAll(lw[5:], "µ", "u"))
-			if err != nil || d < 0 {
-				return Filter{}, fmt.Errorf("filter: %s: slow> needs a duration like 100ms or 1.5s", src)
-			}
-			t.Key, t.Arg, t.slow = "slow", lw[5:], int64(d)
-		case len(w) >= 2 && w[0] == '/' && w[len(w)-1] == '/':
-			re, err := regexp.Compile(w[1 : len(w)-1])
-			if err != nil {
-				return Filter{}, fmt.Errorf("filter: bad regular expression %s: %v", w, err)
-			}
-			t.Key, t.Arg, t.re = "re", w, re
-		default:
-			if len(lw) >= 2 && lw[0] == '"' && lw[len(lw)-1] == '"' {
-				lw = lw[1 : len(lw)-1]
-			}
-			t.Key, t.Arg = "text", lw
 		}
-		f.Terms = append(f.Terms, t)
+		test, err := parseTerm(w, lw)
+		if err != nil {
+			return Filter{}, err
+		}
+		if test == nil { // free text
+			if !neg {
+				f.Text = append(f.Text, lw)
+				continue
+			}
+			test = func(r *cassette.Record, _ MatchInfo) bool {
+				return bytes.Contains(bytes.ToLower(recordText(r)), []byte(lw))
+			}
+		}
+		f.terms = append(f.terms, term{neg: neg, test: test})
 	}
 	return f, nil
 }
 
-// kindNames maps what kind: accepts to a frame kind or a record kind.
-var kindNames = map[string]string{
-	"request": "request", "req": "request",
-	"response": "response", "resp": "response",
-	"notification": "notification", "notif": "notification",
-	"event": "event", "handshake": "handshake", "hello": "handshake",
-	"invalid": "invalid",
-	"stderr":  "stderr", "violation": "violation", "header": "header", "meta": "meta", "end": "end",
-}
-
-// splitTerms splits an expression at spaces and `&`, keeping "quoted
-// text" (with its quotes) as one term.
-func splitTerms(expr string) ([]string, error) {
-	var out []string
-	var cur strings.Builder
-	quoted := false
-	flush := func() {
-		if cur.Len() > 0 {
-			out = append(out, cur.String())
-			cur.Reset()
+// parseTerm parses one term of the expression language; nil, nil for free
+// text.
+func parseTerm(w, lw string) (func(*cassette.Record, MatchInfo) bool, error) {
+	switch {
+	case lw == "in" || lw == ">" || lw == "dir:in":
+		return dirTest(cassette.DirIn), nil
+	case lw == "out" || lw == "<" || lw == "dir:out":
+		return dirTest(cassette.DirOut), nil
+	case strings.HasPrefix(lw, "dir:"):
+		return nil, fmt.Errorf("dir:%s: want dir:in or dir:out", w[4:])
+	case lw == "v" || lw == "violations":
+		return func(r *cassette.Record, m MatchInfo) bool { return m.Violations || r.K == cassette.KindViolation }, nil
+	case lw == "chunk" || lw == "chunks" || lw == "-chunks":
+		return func(r *cassette.Record, _ MatchInfo) bool { return IsChunk(r) }, nil
+	case lw == "-aux" || lw == "aux":
+		return func(r *cassette.Record, _ MatchInfo) bool {
+			return r.K != cassette.KindFrame && r.K != cassette.KindViolation
+		}, nil
+	case strings.HasPrefix(lw, "m:") && len(w) > 2:
+		m := strings.ToLower(w[2:])
+		return func(r *cassette.Record, mi MatchInfo) bool {
+			return strings.Contains(strings.ToLower(methodOf(r, mi)), m)
+		}, nil
+	case strings.HasPrefix(lw, "kind:") && len(w) > 5:
+		k := lw[5:]
+		switch k {
+		case "req":
+			k = "request"
+		case "resp":
+			k = "response"
+		case "notif":
+			k = "notification"
 		}
-	}
-	for _, r := range expr {
-		switch {
-		case r == '"':
-			quoted = !quoted
-			cur.WriteRune(r)
-		case !quoted && (r == ' ' || r == '\t' || r == '&'):
-			flush()
-		default:
-			cur.WriteRune(r)
+		return func(r *cassette.Record, _ MatchInfo) bool {
+			if r.K == cassette.KindFrame {
+				return r.Kind == k || r.Kind == "" && k == "invalid" && r.JSON == nil
+			}
+			return string(r.K) == k
+		}, nil
+	case strings.HasPrefix(lw, "id:") && len(w) > 3:
+		id := strings.Trim(w[3:], `"`)
+		return func(r *cassette.Record, _ MatchInfo) bool {
+			return r.K == cassette.KindFrame && len(r.ID) > 0 && strings.Trim(string(r.ID), `"`) == id
+		}, nil
+	case lw == "err" || lw == "error" || lw == "errors":
+		return func(r *cassette.Record, m MatchInfo) bool {
+			return m.Violations || r.K == cassette.KindViolation || isErrorFrame(r)
+		}, nil
+	case strings.HasPrefix(lw, "slow>"):
+		d, err := time.ParseDuration(w[5:])
+		if err != nil || d < 0 {
+			return nil, fmt.Errorf("%s: want a duration after slow>, e.g. slow>100ms", w)
 		}
+		return func(_ *cassette.Record, m MatchInfo) bool { return m.Latency > int64(d) }, nil
+	case strings.HasPrefix(lw, "/") && strings.HasSuffix(lw, "/") && len(w) >= 2:
+		re, err := regexp.Compile(w[1 : len(w)-1])
+		if err != nil {
+			return nil, fmt.Errorf("bad regular expression %s: %v", w, err)
+		}
+		return func(r *cassette.Record, _ MatchInfo) bool { return re.Match(recordText(r)) }, nil
+	case strings.Contains(lw, ":") && knownPrefix(lw):
+		return nil, fmt.Errorf("%s: empty value", w)
 	}
-	if quoted {
-		return nil, fmt.Errorf("filter: unclosed quote in %q", expr)
-	}
-	flush()
-	return out, nil
+	return nil, nil
 }
 
-// Active reports whether the filter excludes anything.
-func (f Filter) Active() bool {
-	return len(f.Terms) > 0 || f.ViolationsOnly || f.HideChunks || f.HideAux
-}
-
-// NeedsAnalysis reports whether the filter's answer depends on the
-// analysis (pairing, violations), so that a filtered view is filled again
-// once the analysis has gone further.
-func (f Filter) NeedsAnalysis() bool {
-	for _, t := range f.Terms {
-		if t.Key == "err" || t.Key == "slow" {
+func knownPrefix(lw string) bool {
+	for _, p := range []string{"m:", "kind:", "id:", "dir:"} {
+		if lw == p {
 			return true
 		}
 	}
 	return false
 }
 
-// String is the filter as it can be typed again (the status line, and the
-// filter bar's starting text).
+// methodOf is r's method, or for a response that names none, its request's.
+func methodOf(r *cassette.Record, m MatchInfo) string {
+	if r.Method == "" {
+		return m.Method
+	}
+	return r.Method
+}
+
+func dirTest(d cassette.Dir) func(*cassette.Record, MatchInfo) bool {
+	return func(r *cassette.Record, _ MatchInfo) bool { return r.K == cassette.KindFrame && r.D == d }
+}
+
+// isErrorFrame: a response that reports an error (JSON-RPC "error", DAP or
+// opi/pi "success":false), or a frame that is not valid for its protocol.
+func isErrorFrame(r *cassette.Record) bool {
+	if r.K != cassette.KindFrame {
+		return false
+	}
+	if r.Kind == "invalid" || r.JSON == nil {
+		return true
+	}
+	if r.Kind != "response" {
+		return false
+	}
+	return bytes.Contains(r.JSON, []byte(`"error"`)) && jsonHasMember(r.JSON, "error") ||
+		bytes.Contains(r.JSON, []byte(`"success":false`))
+}
+
+// jsonHasMember reports whether the object b has a top-level member key.
+func jsonHasMember(b []byte, key string) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b, &m) != nil {
+		return false
+	}
+	_, ok := m[key]
+	return ok
+}
+
+// NeedsAnalysis reports whether the filter asks what the analysis finds
+// (err, slow>, a negated v): a view should be filled once the analysis has
+// caught up.
+func (f Filter) NeedsAnalysis() bool {
+	for _, w := range strings.Fields(strings.ToLower(strings.ReplaceAll(f.Expr, "&", " "))) {
+		w = strings.TrimLeft(w, "!")
+		if w == "err" || w == "error" || w == "errors" || strings.HasPrefix(w, "slow>") || w == "v" || w == "violations" {
+			return true
+		}
+	}
+	return false
+}
+
+// Active reports whether the filter excludes anything.
+func (f Filter) Active() bool {
+	return f.Dir != "" || f.Method != "" || len(f.Text) > 0 || f.Regex != nil || f.ViolationsOnly || f.HideChunks || f.HideAux ||
+		len(f.terms) > 0
+}
+
+// String is a short description for the status line.
 func (f Filter) String() string {
 	var parts []string
-	for _, t := range f.Terms {
-		parts = append(parts, t.src)
-	}
-	if f.ViolationsOnly {
-		parts = append(parts, "v")
-	}
-	if f.HideChunks {
-		parts = append(parts, "-chunks")
-	}
-	if f.HideAux {
-		parts = append(parts, "-aux")
+	if f.Expr != "" {
+		parts = append(parts, f.Expr)
+	} else {
+		if f.ViolationsOnly {
+			parts = append(parts, "v")
+		}
+		if f.HideChunks {
+			parts = append(parts, "-chunks")
+		}
+		if f.HideAux {
+			parts = append(parts, "-aux")
+		}
 	}
 	return strings.Join(parts, " ")
 }
 
-// Match reports whether r (already classified) passes the filter.
-func (f *Filter) Match(r *cassette.Record, x Facts) bool {
+// Match reports whether r (already classified) passes the filter. m is
+// what the analysis knows about r.
+func (f *Filter) Match(r *cassette.Record, m MatchInfo) bool {
+	hasViol := m.Violations
 	aux := r.K != cassette.KindFrame && r.K != cassette.KindViolation
 	if f.HideAux && aux {
 		return false
 	}
-	if f.ViolationsOnly && !x.Violations && r.K != cassette.KindViolation {
+	if f.ViolationsOnly && !hasViol && r.K != cassette.KindViolation {
+		return false
+	}
+	if f.Dir != "" && (r.K != cassette.KindFrame || r.D != f.Dir) {
+		return false
+	}
+	if f.Method != "" && !strings.Contains(strings.ToLower(methodOf(r, m)), strings.ToLower(f.Method)) {
 		return false
 	}
 	if f.HideChunks && IsChunk(r) {
 		return false
 	}
-	var low []byte // the payload lower-cased, once
-	for i := range f.Terms {
-		t := &f.Terms[i]
-		if t.match(r, x, &low) == t.Neg {
+	if len(f.Text) > 0 || f.Regex != nil {
+		hay := recordText(r)
+		if f.Regex != nil && !f.Regex.Match(hay) {
+			return false
+		}
+		if len(f.Text) > 0 {
+			low := bytes.ToLower(hay)
+			for _, w := range f.Text {
+				if !bytes.Contains(low, []byte(w)) {
+					return false
+				}
+			}
+		}
+	}
+	for _, t := range f.terms {
+		if t.test(r, m) == t.neg {
 			return false
 		}
 	}
 	return true
-}
-
-func (t *Term) match(r *cassette.Record, x Facts, low *[]byte) bool {
-	frame := r.K == cassette.KindFrame
-	switch t.Key {
-	case "dir":
-		return frame && r.D == t.dir
-	case "m":
-		m := r.Method
-		if m == "" && frame && r.Kind == "response" && x.RequestMethod != nil {
-			m = x.RequestMethod()
-		}
-		return methodHasPrefix(m, t.Arg)
-	case "kind":
-		if frame {
-			return r.Kind == t.Arg
-		}
-		return string(r.K) == t.Arg
-	case "id":
-		return frame && len(r.ID) > 0 && strings.Trim(string(r.ID), `"`) == t.Arg
-	case "err":
-		return frame && (x.Violations || x.Failed != nil && r.JSON != nil && x.Failed(r))
-	case "slow":
-		return frame && x.Paired && x.Latency > t.slow
-	case "re":
-		return t.re.Match(recordText(r))
-	case "text":
-		if *low == nil {
-			*low = bytes.ToLower(recordText(r))
-		}
-		return bytes.Contains(*low, []byte(t.Arg))
-	}
-	return false
-}
-
-// methodHasPrefix reports whether method, or the rest of it after one of
-// its slashes, starts with prefix (lower case).
-func methodHasPrefix(method, prefix string) bool {
-	m := strings.ToLower(method)
-	for {
-		if strings.HasPrefix(m, prefix) {
-			return true
-		}
-		i := strings.IndexByte(m, '/')
-		if i < 0 {
-			return false
-		}
-		m = m[i+1:]
-	}
 }
 
 // recordText is what free-text filters and searches look at: the payload

@@ -11,21 +11,15 @@ import (
 	"github.com/rpctap/rpctap/cassette"
 )
 
-// Columns of the frame list, in order (the col* constants index them).
-var Columns = []string{"#", "TIME", "DELTA", "", "KIND", "METHOD/TYPE", "ID", "SUMMARY", "SIZE", "LATENCY", "!"}
+// Columns of the frame list, in order.
+// SUMMARY comes last, so that a narrow terminal cuts it before LATENCY.
+var Columns = []string{"#", "TIME", "DELTA", "", "KIND", "METHOD/TYPE", "ID", "SIZE", "LATENCY", "!", "SUMMARY"}
 
+// Column indices the table treats specially.
 const (
-	colN = iota
-	colTime
-	colDelta
-	colArrow
-	colKind
-	colMethod
-	colID
-	colSummary
-	colSize
-	colLatency
-	colMark
+	colMethod  = 5
+	colID      = 6
+	colSummary = 10
 )
 
 // Cell is one rendered table cell: text and colour, independent of tview.
@@ -104,15 +98,15 @@ func RowCells(row *Row, dimAux bool) []Cell {
 		color = colorViolation
 	}
 	dim := dimAux && row.K != cassette.KindFrame && row.K != cassette.KindViolation
-	// Frames show their method and summary; other records (and frames
-	// that are not JSON) say what they are in the summary column.
-	kind, method, id, summary, size, lat := "", "", "", row.Summary, "", ""
-	summaryColor := colorPlain
+	// What is not a method (an event's description, a line that is not
+	// JSON) goes to SUMMARY, so that METHOD/TYPE is as wide as the
+	// methods are.
+	kind, method, id, size, lat, summary := "", "", "", "", "", row.Summary
 	switch row.K {
 	case cassette.KindFrame:
 		kind, method, id = KindAbbrev(row.Kind), row.Method, row.ID
 		if row.Label != "" && row.Method == "" {
-			summary, summaryColor = row.Label, color
+			summary = row.Label
 		}
 		size = FormatSize(row.Size)
 		if row.Kind == "response" && row.Paired {
@@ -122,9 +116,9 @@ func RowCells(row *Row, dimAux bool) []Cell {
 			lat = "…"
 		}
 	case cassette.KindStderr:
-		kind, summary, summaryColor, size = "stderr", row.Label, color, FormatSize(row.Size)
+		kind, summary, size = "stderr", row.Label, FormatSize(row.Size)
 	default:
-		kind, summary, summaryColor = string(row.K), row.Label, color
+		kind, summary = string(row.K), row.Label
 	}
 	mark := ""
 	if row.Violations > 0 {
@@ -141,10 +135,10 @@ func RowCells(row *Row, dimAux bool) []Cell {
 		{Text: kind, Color: color},
 		{Text: method, Color: color},
 		{Text: id, Color: colorPlain},
-		{Text: summary, Color: summaryColor},
 		{Text: size, Color: colorDim, Right: true},
 		{Text: lat, Color: colorPlain, Right: true},
 		{Text: mark, Color: colorViolation},
+		{Text: summary, Color: color},
 	}
 	if dim {
 		for i := range cells {

@@ -11,7 +11,28 @@ import (
 // RenderTranscript renders a transcript as text, with tview colour tags
 // when color is set.
 func RenderTranscript(tr *Transcript, color bool) string {
+	s, _ := renderTranscript(tr, color)
+	return s
+}
+
+// renderTranscript renders a transcript; with color, each turn's heading
+// and entry is a tview region named "r<record>" and targets lists the
+// regions in order (the rows Enter acts on: it jumps to the record).
+func renderTranscript(tr *Transcript, color bool) (string, []string) {
 	var b strings.Builder
+	var targets []string
+	region := func(rec uint64) {
+		if color {
+			id := fmt.Sprintf("r%d", rec)
+			targets = append(targets, id)
+			b.WriteString(`["` + id + `"]`)
+		}
+	}
+	endRegion := func() {
+		if color {
+			b.WriteString(`[""]`)
+		}
+	}
 	tag := func(t, s string) string {
 		if !color {
 			return s
@@ -19,7 +40,7 @@ func RenderTranscript(tr *Transcript, color bool) string {
 		return t + tview.Escape(s) + "[-:-:-]"
 	}
 	if tr == nil || len(tr.Turns) == 0 {
-		return "(no turns yet: no prompts or streamed chunks in the frames read so far)\n"
+		return "(no turns yet: no prompts or streamed chunks in the frames read so far)\n", nil
 	}
 	for i, t := range tr.Turns {
 		if i > 0 {
@@ -39,9 +60,16 @@ func RenderTranscript(tr *Transcript, color bool) string {
 				head += " · open"
 			}
 		}
+		if t.N > 0 {
+			region(t.Rec)
+		}
 		b.WriteString(tag("[yellow::b]", head+" ──"))
+		if t.N > 0 {
+			endRegion()
+		}
 		b.WriteByte('\n')
 		for _, e := range t.Entries {
+			region(e.Rec)
 			switch e.Kind {
 			case EntryUser:
 				b.WriteString(tag("[teal::b]", "> "+e.Text))
@@ -60,15 +88,24 @@ func RenderTranscript(tr *Transcript, color bool) string {
 			case EntryNote:
 				b.WriteString(tag("[red]", "! "+e.Text))
 			}
+			endRegion()
 			b.WriteByte('\n')
 		}
 	}
-	return b.String()
+	return b.String(), targets
 }
 
 // RenderStats renders statistics as a text table, with colour tags when
 // color is set.
 func RenderStats(s Stats, color bool) string {
+	out, _ := renderStats(s, color)
+	return out
+}
+
+// renderStats renders statistics; with color, each method's row is a tview
+// region named "m<i>" for methods[i], in order (the rows Enter acts on: it
+// filters the list by that method).
+func renderStats(s Stats, color bool) (string, []string) {
 	var b strings.Builder
 	hl := func(str string) string {
 		if !color {
@@ -88,8 +125,11 @@ func RenderStats(s Stats, color bool) string {
 	sort.Strings(names)
 	b.WriteString(hl(fmt.Sprintf("%-*s %7s %7s %7s %8s %8s %8s %8s", width, "METHOD", "→", "←", "ANSWERED", "P50", "P90", "P99", "MAX")))
 	b.WriteByte('\n')
-	for _, n := range names {
+	for i, n := range names {
 		m := s.Methods[n]
+		if color {
+			b.WriteString(fmt.Sprintf(`["m%d"]`, i))
+		}
 		name := n
 		if len(name) > width {
 			name = name[:width-1] + "…"
@@ -100,8 +140,12 @@ func RenderStats(s Stats, color bool) string {
 			}
 			return FormatDuration(v)
 		}
-		fmt.Fprintf(&b, "%-*s %7d %7d %8d %8s %8s %8s %8s\n", width, name, m.In, m.Out, m.Latency.Count(),
+		fmt.Fprintf(&b, "%-*s %7d %7d %8d %8s %8s %8s %8s", width, tview.Escape(name), m.In, m.Out, m.Latency.Count(),
 			lat(m.Latency.Percentile(50)), lat(m.Latency.Percentile(90)), lat(m.Latency.Percentile(99)), lat(m.Latency.Max()))
+		if color {
+			b.WriteString(`[""]`)
+		}
+		b.WriteByte('\n')
 	}
 	b.WriteByte('\n')
 	what := "requests in flight"
@@ -110,7 +154,7 @@ func RenderStats(s Stats, color bool) string {
 	}
 	if len(s.Unanswered) == 0 {
 		b.WriteString(hl(what+": none") + "\n")
-		return b.String()
+		return b.String(), names
 	}
 	b.WriteString(hl(fmt.Sprintf("%s: %d", what, len(s.Unanswered))) + "\n")
 	for i, u := range s.Unanswered {
@@ -120,5 +164,5 @@ func RenderStats(s Stats, color bool) string {
 		}
 		fmt.Fprintf(&b, "  #%-8d %s  %s\n", u.N, FormatClock(u.T), u.Method)
 	}
-	return b.String()
+	return b.String(), names
 }

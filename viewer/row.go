@@ -1,13 +1,12 @@
 package viewer
 
 import (
-	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/protocol"
 )
 
 // Row is the summary of one record that the frame list shows. The first
@@ -25,8 +24,9 @@ type Row struct {
 	ID     string
 	Size   int    // payload bytes
 	Label  string // what to show for records that are not frames
-	// Summary says in a few words what a frame carries (protocol.Summarize:
-	// an ACP update's kind and text, an MCP tool name, an error's code).
+	// Summary says what a frame carries beyond its method
+	// (protocol.Summarize): an ACP update's kind and first words, an MCP
+	// tool's name, an error's code and message.
 	Summary string
 	Chunk   bool // a streamed chunk (hidden by the "hide chunks" filter)
 
@@ -51,6 +51,9 @@ func Summarize(r *cassette.Record, prevT int64) Row {
 		row.Chunk = IsChunk(r)
 		if r.JSON == nil {
 			row.Label = oneLineText(payloadText(r), 200)
+		} else if !r.Part {
+			dir := protocol.DirOf(string(r.D))
+			row.Summary = protocol.Summarize(dir, protocol.Info{Kind: protocol.Kind(r.Kind), Method: r.Method, ID: string(r.ID)}, r.JSON)
 		}
 	case cassette.KindStderr:
 		row.Label = oneLineText(payloadText(r), 200)
@@ -144,54 +147,12 @@ func oneLineText(s string, max int) string {
 	return s
 }
 
-// chunkProbe reads just the fields that tell a streamed chunk apart.
-type chunkProbe struct {
-	Type   string `json:"type"`
-	Method string `json:"method"`
-	Params struct {
-		Update struct {
-			SessionUpdate string `json:"sessionUpdate"`
-		} `json:"update"`
-	} `json:"params"`
-}
-
-// IsChunk reports whether a frame is one piece of a streamed answer: ACP
-// message/thought chunks, synaps and pi message_update, opi MessageUpdate,
-// MCP progress notifications.
+// IsChunk reports whether a frame is one piece of a streamed answer
+// (protocol.IsChunk: ACP message/thought chunks, synaps and pi
+// message_update, opi MessageUpdate, MCP progress notifications).
 func IsChunk(r *cassette.Record) bool {
 	if r.K != cassette.KindFrame || r.JSON == nil {
 		return false
 	}
-	m := r.Method
-	switch m {
-	case "message_update", "MessageUpdate", "notifications/progress":
-		return true
-	case "session/update":
-	case "":
-		// Not classified: look for the markers cheaply before decoding.
-		if !bytes.Contains(r.JSON, []byte("update")) && !bytes.Contains(r.JSON, []byte("Update")) &&
-			!bytes.Contains(r.JSON, []byte("progress")) {
-			return false
-		}
-	default:
-		return false
-	}
-	var p chunkProbe
-	if json.Unmarshal(r.JSON, &p) != nil {
-		return false
-	}
-	switch p.Type {
-	case "message_update", "MessageUpdate":
-		return true
-	}
-	switch p.Method {
-	case "notifications/progress":
-		return true
-	case "session/update":
-		switch p.Params.Update.SessionUpdate {
-		case "agent_message_chunk", "agent_thought_chunk", "user_message_chunk":
-			return true
-		}
-	}
-	return false
+	return protocol.IsChunk(r.Method, r.JSON)
 }

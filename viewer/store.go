@@ -241,9 +241,7 @@ func (s *Store) loadPage(p int) []Row {
 			r := recs[i]
 			if int(r.N) >= from {
 				s.classify.Fill(&r)
-				row := Summarize(&r, prevT)
-				row.Summary = s.classify.Summary(&r)
-				rows = append(rows, row)
+				rows = append(rows, Summarize(&r, prevT))
 			}
 			prevT = r.T
 		}

@@ -16,9 +16,6 @@ type View struct {
 	filter  Filter
 	pos     []int
 	scanned int // records examined (unused for the unfiltered view)
-	// analysed is how many records the analysis had seen when the view
-	// was made (a filter that NeedsAnalysis is refilled once it is done).
-	analysed int
 }
 
 // NewView returns a view for f; an inactive filter means every record.
@@ -97,7 +94,7 @@ func (s *Store) Fill(v *View, budget int) bool {
 		cand = slices.Compact(cand)
 		var pos []int
 		for _, p := range cand {
-			if r, ok := s.Record(p); ok && v.filter.Match(&r, s.facts(&r)) {
+			if r, ok := s.Record(p); ok && v.filter.Match(&r, s.matchInfo(r.N, true)) {
 				pos = append(pos, p)
 			}
 		}
@@ -121,7 +118,7 @@ func (s *Store) Fill(v *View, budget int) bool {
 		for i := range recs {
 			r := recs[i]
 			s.classify.Fill(&r)
-			if v.filter.Match(&r, s.facts(&r)) {
+			if v.filter.Match(&r, s.matchInfo(r.N, false)) {
 				add = append(add, int(r.N))
 			}
 		}
@@ -161,7 +158,7 @@ func (s *Store) Search(v *View, f *Filter, from int, back bool, budget int) (row
 			}
 			r := recs[k]
 			s.classify.Fill(&r)
-			if f.Match(&r, s.facts(&r)) {
+			if f.Match(&r, s.matchInfo(r.N, false)) {
 				return lo + k, true, true
 			}
 			examined++
@@ -194,21 +191,24 @@ func (s *Store) rowRecords(v *View, lo, hi int) []cassette.Record {
 	return out
 }
 
-// facts is what the analysis knows about r, for Filter.Match.
-func (s *Store) facts(r *cassette.Record) Facts {
+// matchInfo is what the analysis knows of record n for a filter (viol:
+// the caller knows it has violations).
+func (s *Store) matchInfo(n uint64, viol bool) MatchInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	x := Facts{Violations: len(s.an.Violations(r.N)) > 0, Failed: s.classify.Failed}
-	if r.K == cassette.KindFrame {
-		if partner, lat, ok := s.an.Pair(r.N); ok {
-			x.Paired, x.Latency = true, lat
-			if r.Kind == "response" && partner < r.N {
-				x.RequestMethod = func() string {
-					req, _ := s.Row(int(partner))
-					return req.Method
-				}
+	m := MatchInfo{Violations: viol || len(s.an.Violations(n)) > 0}
+	partner, lat, paired := s.an.Pair(n)
+	s.mu.Unlock()
+	if paired && partner < n {
+		m.Latency = lat
+		if r, ok := s.Record(int(partner)); ok {
+			m.Method = r.Method
+			if m.Method == "" {
+				s.classify.Fill(&r)
+				m.Method = r.Method
 			}
 		}
 	}
-	return x
+	s.mu.Lock()
+	return m
 }

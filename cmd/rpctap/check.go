@@ -299,158 +299,57 @@ const excerptLen = 120
 // findings reported at the end (unanswered requests).
 const maxKeptExcerpts = 200000
 
-// connCheck is the state of one connection (stdio: connection 0).
+// connCheck is the state of one connection (stdio: connection 0): its
+// Judge, the parts of a message not complete yet, and excerpts of requests
+// for findings reported at the end.
 type connCheck struct {
-	det      *protocol.Detector
-	sess     *protocol.Session
-	pending  []pendingFrame // frames held until detection is done
+	judge    *protocol.Judge
 	partial  map[cassette.Dir][]byte
 	partRec  map[cassette.Dir]uint64
+	partHdr  map[cassette.Dir]string // Content-Length header of a message held in parts
 	excerpts map[uint64]string
 	dirs     map[uint64]string
 }
 
-type pendingFrame struct {
-	rec   uint64
-	dir   protocol.Dir
-	frame []byte
+// checker judges the records of one cassette (checkRecords).
+type checker struct {
+	rep      *checkReport
+	forced   protocol.Protocol
+	stored   string // the protocol the cassette names (header, then meta)
+	conns    map[int]*connCheck
+	order    []int
+	closedAt map[int]uint64 // connection -> record of its stdin-eof event
+
+	sawStart bool  // the child's start event: a session of rpctap record with a child
+	sawExit  bool  // the child's exit event
+	lastT    int64 // t of the last record of the session read
+	lastN    uint64
+	lostTail bool // damage ran to the end of the file
 }
 
 // checkRecords judges the records of one cassette.
 func checkRecords(name string, h cassette.Header, src recordSource, forced protocol.Protocol) (*checkReport, error) {
-	rep := &checkReport{File: name, Stored: h.Protocol}
-	stored := h.Protocol
-	conns := map[int]*connCheck{}
-	var order []int
-	chosen := func() (protocol.Protocol, string) {
-		if forced != nil {
-			return forced, "flag"
-		}
-		return nil, ""
+	c := &checker{rep: &checkReport{File: name, Stored: h.Protocol}, forced: forced, stored: h.Protocol,
+		conns: map[int]*connCheck{}, closedAt: map[int]uint64{}}
+	if forced != nil {
+		c.rep.Protocol, c.rep.ProtocolSource = forced.Name(), "flag"
 	}
-	getConn := func(n int) *connCheck {
-		c, ok := conns[n]
-		if !ok {
-			c = &connCheck{det: protocol.NewDetector(), partial: map[cassette.Dir][]byte{}, partRec: map[cassette.Dir]uint64{},
-				excerpts: map[uint64]string{}, dirs: map[uint64]string{}}
-			if p, _ := chosen(); p != nil {
-				c.sess = protocol.NewSession(p)
-			}
-			conns[n] = c
-			order = append(order, n)
-		}
-		return c
+	readErr := c.read(src)
+	c.finish(readErr)
+	if readErr != nil {
+		return c.rep, fmt.Errorf("%v (checked the records before it)", readErr)
 	}
-	report := func(c *connCheck, conn int, vs []protocol.Violation, frame []byte, dir string) {
-		for _, v := range vs {
-			f := checkFinding{Code: v.Code, Severity: string(v.Severity), Record: v.Record, Conn: conn, Pointer: v.Pointer, Message: v.Message}
-			if frame != nil && v.Record != 0 {
-				f.Excerpt, f.Dir = shortExcerpt(frame), dir
-			} else if e, ok := c.excerpts[v.Record]; ok {
-				f.Excerpt, f.Dir = e, c.dirs[v.Record]
-			}
-			rep.add(f)
-		}
-	}
-	judge := func(c *connCheck, conn int, pf pendingFrame) {
-		info, vs := c.sess.Frame(pf.rec, pf.dir, pf.frame)
-		report(c, conn, vs, pf.frame, pf.dir.String())
-		if info.Kind == protocol.Request && len(c.excerpts) < maxKeptExcerpts {
-			c.excerpts[pf.rec] = shortExcerpt(pf.frame)
-			c.dirs[pf.rec] = pf.dir.String()
-		}
-	}
-	startSession := func(c *connCheck, name string) {
-		p, err := protocol.Lookup(name)
-		if err != nil {
-			p, _ = protocol.Lookup("raw")
-		}
-		if rep.Protocol == "" {
-			rep.Protocol = p.Name()
-		}
-		c.sess = protocol.NewSession(p)
-	}
-	decide := func(c *connCheck, conn int) {
-		name := c.det.Result()
-		src := "detected"
-		if (name == "raw" || name == "jsonrpc") && stored != "" && stored != name {
-			if _, err := protocol.Lookup(stored); err == nil {
-				name, src = stored, "header"
-			}
-		}
-		if rep.ProtocolSource == "" {
-			rep.ProtocolSource = src
-		}
-		startSession(c, name)
-		for _, pf := range c.pending {
-			judge(c, conn, pf)
-		}
-		c.pending = nil
-	}
-	frame := func(conn int, rec *cassette.Record) {
-		c := getConn(conn)
-		payload := rec.Payload()
-		if rec.Part {
-			if _, ok := c.partial[rec.D]; !ok {
-				c.partRec[rec.D] = rec.N
-			}
-			c.partial[rec.D] = append(c.partial[rec.D], payload...)
-			return
-		}
-		n := rec.N
-		if prev, ok := c.partial[rec.D]; ok {
-			payload = append(prev, payload...)
-			n = c.partRec[rec.D]
-			delete(c.partial, rec.D)
-		} else {
-			payload = append([]byte(nil), payload...)
-		}
-		rep.Frames++
-		dir := protocol.FromParent
-		if rec.D == cassette.DirOut {
-			dir = protocol.FromChild
-		}
-		pf := pendingFrame{n, dir, payload}
-		if c.sess != nil {
-			judge(c, conn, pf)
-			return
-		}
-		c.pending = append(c.pending, pf)
-		if _, done := c.det.Add(dir, payload); done {
-			decide(c, conn)
-		}
-	}
-	closedAt := map[int]uint64{} // connection -> record of its stdin-eof event
-	endConn := func(n int) {
-		c := conns[n]
-		if c == nil {
-			return
-		}
-		if c.sess == nil {
-			decide(c, n)
-		}
-		if at := closedAt[n]; at != 0 {
-			c.sess.ParentClosed(at)
-		}
-		report(c, n, c.sess.End(), nil, "")
-		delete(conns, n)
-	}
-	if p, src := chosen(); p != nil {
-		rep.Protocol, rep.ProtocolSource = p.Name(), src
-	}
+	return c.rep, nil
+}
 
-	var readErr error
-	var (
-		sawStart bool  // the child's start event: a session of rpctap record with a child
-		sawExit  bool  // the child's exit event
-		lastT    int64 // t of the last record read
-		lastN    uint64
-		lostTail bool // damage ran to the end of the file
-	)
+// read takes every record of src, reporting damaged ranges and going on
+// after them; it returns the error that stopped it (nil at the end).
+func (c *checker) read(src recordSource) error {
+	rep := c.rep
 	for {
 		rec, err := src.Next()
 		if err == io.EOF {
-			break
+			return nil
 		}
 		var de *cassette.DamageError
 		if errors.As(err, &de) {
@@ -458,7 +357,7 @@ func checkRecords(name string, h cassette.Header, src recordSource, forced proto
 			rep.damage = append(rep.damage, de)
 			rep.Damage = append(rep.Damage, checkDamage{Offset: de.Offset, End: de.End, First: de.First, Lost: de.Lost, ToEnd: de.ToEnd, Reason: de.Reason})
 			rep.add(checkFinding{Code: "cassette.damaged", Severity: string(protocol.SevError), Record: de.First, Message: de.Error()})
-			lostTail = lostTail || de.ToEnd
+			c.lostTail = c.lostTail || de.ToEnd
 			continue
 		}
 		if err != nil {
@@ -468,67 +367,158 @@ func checkRecords(name string, h cassette.Header, src recordSource, forced proto
 				rep.Cut = te.Error()
 				rep.add(checkFinding{Code: "cassette.truncated", Severity: string(protocol.SevWarning), Record: te.Records,
 					Message: te.Error() + ": the recording was cut off (recorder killed or still writing); checked up to the cut"})
-				break
+				return nil
 			}
-			readErr = err
-			break
+			return err
 		}
-		rep.Records++
-		if rec.K != cassette.KindEnd {
-			lastT, lastN = rec.T, rec.N // the session's last record, not the recorder's
+		c.record(rec)
+	}
+}
+
+// record takes one record.
+func (c *checker) record(rec *cassette.Record) {
+	rep := c.rep
+	rep.Records++
+	if rec.K != cassette.KindEnd {
+		c.lastT, c.lastN = rec.T, rec.N // the session's last record, not the recorder's
+	}
+	switch rec.K {
+	case cassette.KindFrame:
+		c.frame(rec)
+	case cassette.KindViolation:
+		rep.StoredIgnored++
+	case cassette.KindMeta:
+		if rec.Protocol != "" {
+			c.stored = rec.Protocol
+			for _, cc := range c.conns {
+				cc.judge.SetFallback(rec.Protocol)
+			}
+			if rep.Stored == "" {
+				rep.Stored = rec.Protocol
+			}
 		}
-		switch rec.K {
-		case cassette.KindFrame:
-			frame(rec.Conn, rec)
-		case cassette.KindViolation:
-			rep.StoredIgnored++
-		case cassette.KindMeta:
-			if rec.Protocol != "" {
-				stored = rec.Protocol
-				if rep.Stored == "" {
-					rep.Stored = rec.Protocol
-				}
-			}
-		case cassette.KindEvent:
-			switch rec.Ev {
-			case cassette.EventStart:
-				sawStart = sawStart || rec.Conn == 0
-			case cassette.EventExit:
-				sawExit = true
-			case cassette.EventStdinEOF:
-				closedAt[rec.Conn] = rec.N
-			case cassette.EventConnClose:
-				endConn(rec.Conn)
-			case cassette.EventGap:
-				rep.add(checkFinding{Code: "cassette.gap", Severity: string(protocol.SevWarning), Record: rec.N, Conn: rec.Conn, Dir: string(rec.D),
-					Message: fmt.Sprintf("%d bytes of %q were forwarded but not recorded; pairing findings after this point may be spurious", rec.Bytes, rec.D)})
-			}
+	case cassette.KindEvent:
+		switch rec.Ev {
+		case cassette.EventStart:
+			c.sawStart = c.sawStart || rec.Conn == 0
+		case cassette.EventExit:
+			c.sawExit = true
+		case cassette.EventStdinEOF:
+			c.closedAt[rec.Conn] = rec.N
+		case cassette.EventConnClose:
+			c.endConn(rec.Conn)
+		case cassette.EventGap:
+			rep.add(checkFinding{Code: "cassette.gap", Severity: string(protocol.SevWarning), Record: rec.N, Conn: rec.Conn, Dir: string(rec.D),
+				Message: fmt.Sprintf("%d bytes of %q were forwarded but not recorded; pairing findings after this point may be spurious", rec.Bytes, rec.D)})
 		}
 	}
+}
+
+// conn returns connection n's state, starting it at its first record.
+func (c *checker) conn(n int) *connCheck {
+	cc, ok := c.conns[n]
+	if !ok {
+		cc = &connCheck{partial: map[cassette.Dir][]byte{}, partRec: map[cassette.Dir]uint64{}, partHdr: map[cassette.Dir]string{},
+			excerpts: map[uint64]string{}, dirs: map[uint64]string{}}
+		cc.judge = protocol.NewJudge(c.forced, c.stored, func(v protocol.Verdict) { c.verdict(cc, n, v) })
+		c.conns[n] = cc
+		c.order = append(c.order, n)
+	}
+	return cc
+}
+
+// frame joins the parts of a message and hands whole ones to the Judge.
+func (c *checker) frame(rec *cassette.Record) {
+	cc := c.conn(rec.Conn)
+	payload := rec.Payload()
+	if rec.Part {
+		if _, ok := cc.partial[rec.D]; !ok {
+			cc.partRec[rec.D] = rec.N
+			cc.partHdr[rec.D] = rec.Hdr
+		}
+		cc.partial[rec.D] = append(cc.partial[rec.D], payload...)
+		return
+	}
+	n, hdr := rec.N, rec.Hdr
+	if prev, ok := cc.partial[rec.D]; ok {
+		payload = append(prev, payload...)
+		n, hdr = cc.partRec[rec.D], cc.partHdr[rec.D]
+		delete(cc.partial, rec.D)
+	}
+	c.rep.Frames++
+	dir := protocol.DirOf(string(rec.D))
+	var h []byte
+	if hdr != "" {
+		h = []byte(hdr)
+	}
+	cc.judge.Frame(n, dir, h, payload)
+}
+
+// verdict reports the findings about one frame and keeps an excerpt of each
+// request for the findings the end of the session may bring.
+func (c *checker) verdict(cc *connCheck, conn int, v protocol.Verdict) {
+	if c.rep.Protocol == "" {
+		c.rep.Protocol, c.rep.ProtocolSource = cc.judge.Protocol()
+	}
+	c.report(cc, conn, v.Violations, v.Frame, v.Dir.String())
+	if v.Info.Kind == protocol.Request && len(cc.excerpts) < maxKeptExcerpts {
+		cc.excerpts[v.Record] = shortExcerpt(v.Frame)
+		cc.dirs[v.Record] = v.Dir.String()
+	}
+}
+
+func (c *checker) report(cc *connCheck, conn int, vs []protocol.Violation, frame []byte, dir string) {
+	for _, v := range vs {
+		f := checkFinding{Code: v.Code, Severity: string(v.Severity), Record: v.Record, Conn: conn, Pointer: v.Pointer, Message: v.Message}
+		if frame != nil && v.Record != 0 {
+			f.Excerpt, f.Dir = shortExcerpt(frame), dir
+		} else if e, ok := cc.excerpts[v.Record]; ok {
+			f.Excerpt, f.Dir = e, cc.dirs[v.Record]
+		}
+		c.rep.add(f)
+	}
+}
+
+// endConn ends connection n's session: what End finds is reported.
+func (c *checker) endConn(n int) {
+	cc := c.conns[n]
+	if cc == nil {
+		return
+	}
+	if at := c.closedAt[n]; at != 0 {
+		cc.judge.ParentClosed(at)
+	}
+	vs := cc.judge.End()
+	if c.rep.Protocol == "" {
+		c.rep.Protocol, c.rep.ProtocolSource = cc.judge.Protocol()
+	}
+	c.report(cc, n, vs, nil, "")
+	delete(c.conns, n)
+}
+
+// finish ends every session and adds what the cassette as a whole says.
+func (c *checker) finish(readErr error) {
+	rep := c.rep
 	// What was in flight when the recording stopped: requests End finds
 	// unanswered, and lines the tap was still reading.
 	before, inFlight := rep.Counts[protocol.CodeUnanswered], 0
-	for _, c := range conns {
-		inFlight += len(c.partial)
+	for _, cc := range c.conns {
+		inFlight += len(cc.partial)
 	}
-	for _, n := range order {
-		endConn(n)
+	for _, n := range c.order {
+		c.endConn(n)
 	}
 	inFlight += rep.Counts[protocol.CodeUnanswered] - before
-	if sawStart && !sawExit && !rep.Truncated && !lostTail && readErr == nil {
-		rep.add(noExitFinding(lastN, lastT, inFlight))
+	if c.sawStart && !c.sawExit && !rep.Truncated && !c.lostTail && readErr == nil {
+		rep.add(noExitFinding(c.lastN, c.lastT, inFlight))
 	}
 	if rep.Protocol == "" {
 		rep.Protocol, rep.ProtocolSource = "none", "no frames"
-		if stored != "" {
-			rep.Protocol, rep.ProtocolSource = stored, "header"
+		if c.stored != "" {
+			rep.Protocol, rep.ProtocolSource = c.stored, "header"
 		}
 	}
 	sort.SliceStable(rep.Findings, func(i, j int) bool { return rep.Findings[i].Record < rep.Findings[j].Record })
-	if readErr != nil {
-		return rep, fmt.Errorf("%v (checked the records before it)", readErr)
-	}
-	return rep, nil
 }
 
 // noExitFinding reports a session that holds the child's start event but

@@ -121,10 +121,7 @@ func gatherFacts(path, proto string, rules []latencyRule) (*sessionFacts, error)
 		}
 		kind, method, id := r.Kind, r.Method, string(r.ID)
 		if kind == "" && p != nil && r.JSON != nil {
-			dir := protocol.FromParent
-			if r.D == cassette.DirOut {
-				dir = protocol.FromChild
-			}
+			dir := protocol.DirOf(string(r.D))
 			info := p.Classify(dir, r.JSON)
 			kind, method, id = string(info.Kind), info.Method, info.ID
 		}

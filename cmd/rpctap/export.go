@@ -2,10 +2,15 @@ package main
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
+	"github.com/rpctap/rpctap/cassette"
 	"github.com/rpctap/rpctap/internal/export"
 	"github.com/rpctap/rpctap/internal/redact"
 	"github.com/spf13/pflag"
@@ -17,13 +22,14 @@ type exportOptions struct {
 	Output   string
 	Redact   []string
 	Payloads bool
+	Send     bool
 }
 
 func init() {
 	register(&command{
 		Name:    "export",
 		Summary: "write a cassette as HAR, a Chrome/Perfetto trace, or OpenTelemetry OTLP/JSON",
-		Usage:   "export --format har|trace|otlp [flags] CASSETTE",
+		Usage:   "export --format har|trace|otlp|html [flags] CASSETTE",
 		Long: `Writes the cassette's requests with their answers (and its notifications and
 events) in a format other tools open:
   har     HAR 1.2: one entry per request and answer (browser devtools, proxies)
@@ -32,18 +38,23 @@ events) in a format other tools open:
   otlp    OpenTelemetry OTLP/JSON spans, named and attributed by the GenAI and
           MCP semantic conventions (an OTLP/JSON file for a collector's
           otlpjsonfile receiver, or for curl to /v1/traces)
+  html    a self-contained report (one file, no network): the exchanges, each
+          one's request and response, and the transcript
 Secrets are redacted as when recording (--redact KEY adds keys). The cassette
 is read once and streamed: memory stays bounded however large it is. Mappings:
 docs/export.md.`,
 		Example: `  rpctap export --format har -o session.har session.cassette
   rpctap export --format trace -o trace.json session.cassette   # open in ui.perfetto.dev
-  rpctap export --format otlp --payloads session.cassette > spans.json`,
+  rpctap export --format otlp --payloads session.cassette > spans.json
+  rpctap export --format html -o report.html session.cassette   # one file, opens offline
+  OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 rpctap export --format otlp --send session.cassette`,
 		Flags: func(fs *pflag.FlagSet) func([]string, Stdio) error {
 			o := &exportOptions{}
-			fs.StringVar(&o.Format, "format", "", "har, trace or otlp (required)")
+			fs.StringVar(&o.Format, "format", "", "har, trace, otlp or html (required)")
 			fs.StringVarP(&o.Output, "output", "o", "", "write to `FILE` (default: stdout)")
 			fs.StringArrayVar(&o.Redact, "redact", nil, "also redact the values of JSON key `KEY` (repeatable)")
 			fs.BoolVar(&o.Payloads, "payloads", false, "otlp: include request and response bodies as span attributes")
+			fs.BoolVar(&o.Send, "send", false, "otlp: send the spans to the endpoint OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT) names, with the OpenTelemetry SDK (OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf or grpc), instead of writing them")
 			return func(args []string, stdio Stdio) error {
 				if len(args) != 1 {
 					return Usagef("export needs one cassette (got %d)", len(args))
@@ -55,6 +66,9 @@ docs/export.md.`,
 }
 
 func runExport(o *exportOptions, path string, stdio Stdio) error {
+	if o.Send {
+		return runExportSend(o, path, stdio)
+	}
 	out := stdio.Out
 	var file *os.File
 	if o.Output != "" {
@@ -77,14 +91,23 @@ func runExport(o *exportOptions, path string, stdio Stdio) error {
 		w = export.NewTrace(bw)
 	case "otlp":
 		w = export.NewOTLP(bw, o.Payloads)
+	case "html":
+		w = export.NewHTML(bw)
 	case "":
-		return Usagef("export needs --format har, trace or otlp")
+		return Usagef("export needs --format har, trace, otlp or html")
 	default:
-		return Usagef("--format must be har, trace or otlp, not %q", o.Format)
+		return Usagef("--format must be har, trace, otlp or html, not %q", o.Format)
 	}
-	var progress func(uint64)
+	var progress func(export.Progress)
 	if f, ok := stdio.Err.(*os.File); ok && isTerminal(f) {
-		progress = func(n uint64) { fmt.Fprintf(stdio.Err, "\rrpctap export: %d records", n) }
+		// A bar on the terminal only: redirected stderr gets nothing.
+		last := time.Time{}
+		progress = func(p export.Progress) {
+			if now := time.Now(); now.Sub(last) >= 100*time.Millisecond || p.Read == p.Size {
+				last = now
+				fmt.Fprint(stdio.Err, "\r"+progressBar(p))
+			}
+		}
 		defer fmt.Fprint(stdio.Err, "\r\033[K")
 	}
 	if err := export.Run(path, w, export.Options{Redactor: redact.New(redact.Options{Keys: o.Redact})}, progress); err != nil {
@@ -104,5 +127,58 @@ func runExport(o *exportOptions, path string, stdio Stdio) error {
 			return fmt.Errorf("export: %v", err)
 		}
 	}
+	return nil
+}
+
+// progressBar draws one line: a 30-cell bar, the share of the cassette read,
+// the bytes and the records.
+func progressBar(p export.Progress) string {
+	frac := 0.0
+	if p.Size > 0 {
+		frac = min(float64(p.Read)/float64(p.Size), 1)
+	}
+	cells := int(frac * 30)
+	return fmt.Sprintf("rpctap export [%s%s] %3.0f%% %s of %s, %d records", strings.Repeat("█", cells), strings.Repeat("·", 30-cells),
+		frac*100, humanBytes(p.Read), humanBytes(p.Size), p.Records)
+}
+
+// humanBytes is n in B, KiB, MiB or GiB with 3 significant digits.
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.3g GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.3g MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.3g KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// runExportSend sends a cassette's spans to an OTLP endpoint (--send).
+func runExportSend(o *exportOptions, path string, stdio Stdio) error {
+	switch {
+	case o.Format != "otlp":
+		return Usagef("--send is for --format otlp")
+	case o.Output != "":
+		return Usagef("--send and -o exclude each other: the spans go to the endpoint")
+	case !export.SendConfigured():
+		return Usagef("--send needs OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT), e.g. http://localhost:4318")
+	}
+	if _, err := os.Stat(path); err != nil {
+		return Inputf("export: %s: %v", path, describeCassetteErr(err))
+	}
+	w, err := export.NewOTLPSender(context.Background(), o.Payloads)
+	if err != nil {
+		return Usagef("export --send: %v", err)
+	}
+	if err := export.Run(path, w, export.Options{Redactor: redact.New(redact.Options{Keys: o.Redact}), Payloads: o.Payloads}, nil); err != nil {
+		var ce *cassette.CorruptError
+		if errors.As(err, &ce) || errors.Is(err, cassette.ErrNotCassette) {
+			return Inputf("export: %s: %v", path, describeCassetteErr(err))
+		}
+		return fmt.Errorf("export --send: %v", err)
+	}
+	fmt.Fprintf(stdio.Err, "rpctap export: sent %d spans\n", w.Sent())
 	return nil
 }

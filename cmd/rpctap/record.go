@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/framing"
 	"github.com/rpctap/rpctap/internal/portable"
 	"github.com/rpctap/rpctap/internal/recorder"
 	"github.com/rpctap/rpctap/protocol"
@@ -32,6 +33,8 @@ type recordOptions struct {
 	NoRedact bool
 	Portable bool
 	Lossy    bool
+	Framing  string
+	framing  framing.Mode
 	// portableRun is the run's context for the recorder's portable stage
 	// (set by runRecord when Portable is on).
 	portableRun *portable.Context
@@ -113,6 +116,7 @@ missing command, 126 if CMD cannot be executed, 127 if it is not found.`,
 			fs.StringArrayVar(&o.Redact, "redact", nil, "also redact the values of JSON key `KEY` (repeatable)")
 			fs.BoolVar(&o.NoRedact, "no-redact", false, "record secrets as they are")
 			fs.BoolVar(&o.Portable, "portable", false, "replace this run's cwd, $HOME, temp dir, session ids, UUIDs, timestamps and pids with placeholders that replay fills in (see docs/replay.md)")
+			fs.StringVar(&o.Framing, "framing", "auto", "how the child's stdin and stdout are framed: `auto` (per direction, from the first bytes), ndjson (one JSON value a line) or content-length (LSP and DAP headers)")
 			fs.BoolVar(&o.Lossy, "lossy", false, "never slow the session down for the recorder: drop what it cannot take and record a gap")
 			fs.DurationVar(&o.Grace, "grace", tap.DefaultGrace, "after CMD exits, wait at most `DURATION` for its output to drain")
 			fs.BoolVarP(&o.Quiet, "quiet", "q", false, "do not say where the cassette goes (only said when stderr is a terminal)")
@@ -146,6 +150,11 @@ func runRecord(o *recordOptions, args []string, stdio Stdio) error {
 			return Usagef("record: --protocol: %v", err)
 		}
 	}
+	fm, err := framing.ParseMode(o.Framing)
+	if err != nil {
+		return Usagef("record: --framing: %v", err)
+	}
+	o.framing = fm
 	if o.Schema != "" {
 		f, err := os.Open(o.Schema)
 		if err != nil {
@@ -180,6 +189,7 @@ func runRecord(o *recordOptions, args []string, stdio Stdio) error {
 	}
 	obs := startRecorder(o, h, filepath.Base(args[0]), start, stdio)
 
+	tuneForwarding()
 	c := tap.Command(args[0], args[1:]...)
 	c.Grace = o.Grace
 	c.Stderr = os.Stderr
@@ -203,7 +213,7 @@ func runRecord(o *recordOptions, args []string, stdio Stdio) error {
 		c.ObserveFirst = true
 	}
 	installFaults(c, o.faults, stdio.Err)
-	err := c.Start()
+	err = c.Start()
 	for _, f := range detached {
 		f.Close()
 	}
@@ -263,6 +273,8 @@ func startRecorder(o *recordOptions, h cassette.Header, base string, start time.
 		SchemaFile: o.Schema,
 		Redact:     recorder.RedactOptions{Off: o.NoRedact, Keys: o.Redact, Portable: o.portableRun},
 		Lossy:      o.Lossy,
+		Nice:       sinkNice,
+		Framing:    o.framing,
 		Warn:       warn,
 		Command:    []string{selfPath(), "__sink"},
 	})

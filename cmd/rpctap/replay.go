@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -142,7 +141,7 @@ See docs/replay.md.`,
 }
 
 func runReplay(path string, o *replayOptions, opts []replay.Option, stdio Stdio) error {
-	tuneGC()
+	tuneReplay()
 	// The cassette is streamed: read as the replay advances, so memory
 	// follows the matching window and the largest frame, not the length of
 	// the session (docs/replay.md, "Memory").
@@ -153,7 +152,7 @@ func runReplay(path string, o *replayOptions, opts []replay.Option, stdio Stdio)
 	defer src.Close()
 	src.Warn = func(msg string) { fmt.Fprintf(stdio.Err, "rpctap replay: warning: %s\n", msg) }
 	opts = append(opts, replay.WithSpeed(o.Speed), replay.WithStrict(o.Strict),
-		replay.WithReport(stdio.Err), replay.WithName("rpctap replay"))
+		replay.WithReport(stdio.Err), replay.WithName("rpctap replay"), replay.WithPrefetchNice(replayPrefetchNice))
 	// Signals the parent sends are matched against the ones the recording
 	// has rpctap forwarding; any other ends the replay as its default
 	// action would.
@@ -271,19 +270,4 @@ func relaySignals(sigc <-chan os.Signal, names chan<- string, stop <-chan struct
 // die of SIGPIPE or EPIPE, nothing for rpctap to report.
 func isBrokenPipe(err error) bool {
 	return errors.Is(err, syscall.EPIPE) || errors.Is(err, io.ErrClosedPipe) || errors.Is(err, os.ErrClosed)
-}
-
-// tuneGC: a streaming replay keeps a few MiB live and allocates as it
-// decodes the cassette, so with the default GOGC the collector runs every
-// few MiB and its pauses and assists land on replies. A higher GOGC under
-// a soft memory limit collects less often while keeping the heap in the
-// RSS budget (bench/performance-log.md, "Replay memory (streaming)"). GOGC and
-// GOMEMLIMIT in the environment still win.
-func tuneGC() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(20 << 20)
-	}
 }

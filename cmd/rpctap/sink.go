@@ -18,6 +18,7 @@ func init() {
 		Hidden:  true,
 		Flags: func(fs *pflag.FlagSet) func(args []string, stdio Stdio) error {
 			return func(args []string, stdio Stdio) error {
+				tuneSink()
 				if code := recorder.SinkMain(); code != 0 {
 					return Exit(code)
 				}

@@ -6,12 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/rpctap/rpctap/cassette"
@@ -93,21 +90,22 @@ func runVerify(path string, argv []string, o *verifyOptions, opts []replay.Optio
 		return Inputf("verify: %v", err)
 	}
 
-	ch, err := startChild(argv)
-	if err != nil {
-		return err
-	}
 	var upd *updater
-	childOut, childIn, childErr := io.Reader(ch.stdout), io.WriteCloser(ch.stdin), io.Reader(ch.stderr)
+	var obs tap.Observer
 	if o.Update {
-		upd, err = newUpdater(path, proto, argv, ch.cmd.Process.Pid)
-		if err != nil {
-			ch.kill()
-			ch.wait(o.Timeout)
+		if upd, err = newUpdater(path, proto, argv); err != nil {
 			return fmt.Errorf("verify --update: %v", err)
 		}
-		childOut, childIn, childErr = upd.wrap(ch.stdout, ch.stdin, ch.stderr)
+		obs = upd.rec
 	}
+	ch, err := startChild(argv, obs)
+	if err != nil {
+		if upd != nil {
+			upd.abandon()
+		}
+		return err
+	}
+	childOut, childIn, childErr := io.Reader(ch.stdout), io.WriteCloser(ch.stdin), io.Reader(ch.stderr)
 	var tail stderrTail
 	errDone := make(chan struct{})
 	var errDst io.Writer = &tail
@@ -126,9 +124,8 @@ func runVerify(path string, argv []string, o *verifyOptions, opts []replay.Optio
 		if n == 0 {
 			return fmt.Errorf("unknown signal %s", name)
 		}
-		if upd != nil {
-			upd.rec.Event(tap.Event{T: upd.now(), Kind: cassette.EventSignal, Signal: name})
-		}
+		// Recorded in its place among the chunks, before it is sent.
+		ch.cmd.Note(tap.Event{Kind: cassette.EventSignal, Signal: name})
 		return ch.cmd.Process.Signal(n)
 	}
 	res, runErr := replay.RunParent(context.Background(), rec, childOut, childIn, sendSignal, opts...)
@@ -139,7 +136,7 @@ func runVerify(path string, argv []string, o *verifyOptions, opts []replay.Optio
 	<-errDone
 
 	if upd != nil {
-		if err := upd.finish(exit, killed); err != nil {
+		if err := upd.finish(); err != nil {
 			return fmt.Errorf("verify --update: %v", err)
 		}
 		fmt.Fprintf(stdio.Out, "rpctap verify: wrote %s (%d frames)\n", path, upd.frames)
@@ -201,80 +198,83 @@ func exitDivergence(rec *replay.Exit, live replay.Exit, killed bool, timeout tim
 	return replay.Divergence{}, false
 }
 
-// child is the real child verify drives. Its pipes are made with os.Pipe so
-// os/exec starts no copy goroutines (see DESIGN.md, the tap's rule 6).
+// child is the real child verify drives. It is started through tap, the one
+// spawning path `rpctap record` uses too (the same command lookup and exit
+// codes, Pdeathsig so that a killed verify takes its child along, the drain
+// after the exit, the exit event last); verify's engine is the tap's parent,
+// on the other ends of three pipes. Pipes made with os.Pipe: no copy
+// goroutines (DESIGN.md, the tap's rule 6).
 type child struct {
-	cmd    *exec.Cmd
-	stdin  *os.File
-	stdout *os.File
-	stderr *os.File
-	exited chan struct{}
-	state  *os.ProcessState
+	cmd    *tap.Cmd
+	stdin  *os.File      // verify writes the child's stdin here; closing it passes EOF on
+	stdout *os.File      // the child's stdout, as the tap forwards it
+	stderr *os.File      // the child's stderr, likewise
+	exited chan struct{} // closed once the tap's Wait returned (the child exited, its output drained)
 }
 
-func startChild(argv []string) (*child, error) {
-	path, err := exec.LookPath(argv[0])
+// startChild starts argv through tap with obs (nil: none) observing what
+// crosses, as a recording would.
+func startChild(argv []string, obs tap.Observer) (*child, error) {
+	var fds [6]*os.File // parent ends: in-read, in-write, out-read, out-write, err-read, err-write
+	closeAll := func() {
+		for _, f := range fds {
+			if f != nil {
+				f.Close()
+			}
+		}
+	}
+	for i := 0; i < 6; i += 2 {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		fds[i], fds[i+1] = r, w
+	}
+	tuneForwarding()
+	c := tap.Command(argv[0], argv[1:]...)
+	c.Signals = nil // verify sends the recorded signals itself
+	c.Stdin, c.Stdout, c.Stderr = fds[0], fds[3], fds[5]
+	c.Observer = obs
+	err := c.Start()
+	// The tap holds duplicates of its ends.
+	fds[0].Close()
+	fds[3].Close()
+	fds[5].Close()
 	if err != nil {
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+		fds[1].Close()
+		fds[2].Close()
+		fds[4].Close()
+		var se *tap.StartError
+		switch {
+		case errors.As(err, &se) && se.NotFound():
 			return nil, &ExitError{Code: ExitNotFound, Err: fmt.Errorf("verify: %s: command not found", argv[0])}
+		case errors.As(err, &se):
+			return nil, &ExitError{Code: ExitNoExec, Err: fmt.Errorf("verify: %v", se)}
 		}
 		return nil, &ExitError{Code: ExitNoExec, Err: fmt.Errorf("verify: %s: %v", argv[0], err)}
 	}
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return nil, err
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		outR.Close()
-		outW.Close()
-		return nil, err
-	}
-	cmd := exec.Command(path, argv[1:]...)
-	cmd.Args[0] = argv[0]
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	err = cmd.Start()
-	inR.Close()
-	outW.Close()
-	errW.Close()
-	if err != nil {
-		inW.Close()
-		outR.Close()
-		errR.Close()
-		return nil, &ExitError{Code: ExitNoExec, Err: fmt.Errorf("verify: %s: %v", argv[0], err)}
-	}
-	c := &child{cmd: cmd, stdin: inW, stdout: outR, stderr: errR, exited: make(chan struct{})}
-	go c.reap()
-	return c, nil
+	ch := &child{cmd: c, stdin: fds[1], stdout: fds[2], stderr: fds[4], exited: make(chan struct{})}
+	go ch.reap()
+	return ch, nil
 }
 
-// reap is the goroutine that waits for the child's exit. cmd.Wait returns
-// as soon as the child exits: os/exec runs no copy goroutines here (all
-// three streams are *os.File), so a grandchild holding a pipe cannot hold
-// it up.
+// reap is the goroutine that waits for the tap: the child's exit, the drain
+// of its output (at most the tap's grace), the observer's close.
 func (c *child) reap() {
 	c.cmd.Wait()
-	c.state = c.cmd.ProcessState
 	close(c.exited)
 }
 
 // copyChildStderr is the goroutine that copies the child's stderr to dst
-// until every writer of the pipe has closed it (the child and any
-// grandchild it gave its stderr to), then closes done.
+// until the tap closed its end, then closes done.
 func copyChildStderr(dst io.Writer, src io.Reader, done chan<- struct{}) {
 	defer close(done)
 	io.Copy(dst, src)
 }
 
-// wait waits up to grace for the child to exit, then kills it.
+// wait closes the child's stdin, waits up to grace for the child to exit,
+// then kills it.
 func (c *child) wait(grace time.Duration) (replay.Exit, bool) {
 	c.stdin.Close()
 	killed := false
@@ -285,17 +285,16 @@ func (c *child) wait(grace time.Duration) (replay.Exit, bool) {
 		c.kill()
 		<-c.exited
 	}
-	ex := replay.Exit{Code: c.state.ExitCode()}
-	if ws, ok := c.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		ex.Code = 128 + int(ws.Signal())
-		ex.Signal = signalName(ws.Signal())
+	code, sig := tap.Status(c.cmd.ProcessState)
+	ex := replay.Exit{Code: code}
+	if sig != 0 {
+		ex.Code = 128 + int(sig)
+		ex.Signal = tap.SignalName(sig)
 	}
 	return ex, killed
 }
 
 func (c *child) kill() { c.cmd.Process.Kill() }
-
-func signalName(s syscall.Signal) string { return unix.SignalName(s) }
 
 // stderrTail keeps the last lines of the child's stderr.
 type stderrTail struct {
@@ -336,20 +335,20 @@ func (t *stderrTail) writeTo(w io.Writer) {
 }
 
 // updater records a verify run into a fresh cassette (verify --update) with
-// the recorder, as `rpctap record` would have: it sees the bytes verify
-// writes to the child and the bytes it reads back, stamped on one clock.
+// the recorder, as `rpctap record` would have: it observes the tap that
+// runs the child (the bytes verify writes, the bytes the child answers,
+// its start, stdin EOF, signals and exit, on the tap's one clock), then
+// renames the finished cassette over the old one.
 type updater struct {
 	path, tmp string
 	rec       *recorder.Recorder
-	start     time.Time
-	seq       atomic.Uint64
 	frames    uint64
 	warn      []string
 	mu        sync.Mutex
 }
 
-func newUpdater(path, proto string, argv []string, pid int) (*updater, error) {
-	u := &updater{path: path, start: time.Now()}
+func newUpdater(path, proto string, argv []string) (*updater, error) {
+	u := &updater{path: path}
 	u.tmp = filepath.Join(filepath.Dir(path), fmt.Sprintf(".%s.update-%d", filepath.Base(path), os.Getpid()))
 	os.Remove(u.tmp)
 	cwd, _ := os.Getwd()
@@ -363,69 +362,19 @@ func newUpdater(path, proto string, argv []string, pid int) (*updater, error) {
 		u.warn = append(u.warn, m)
 		u.mu.Unlock()
 	}))
-	u.rec.Event(tap.Event{T: 0, Kind: cassette.EventStart, Argv: argv, Cwd: cwd, PID: pid})
 	return u, nil
 }
 
-func (u *updater) now() int64 { return int64(time.Since(u.start)) }
-
-func (u *updater) observe(s tap.Stream, p []byte) {
-	if len(p) == 0 {
-		return
-	}
-	u.rec.Observe(tap.Chunk{Stream: s, Seq: u.seq.Add(1), T: u.now(), Data: p})
+// abandon drops the cassette of a run that did not start.
+func (u *updater) abandon() {
+	u.rec.Close()
+	os.Remove(u.tmp)
 }
 
-// wrap returns the child's streams with every chunk handed to the recorder:
-// what verify writes, before it is written (so a reply is never recorded
-// before the frame that provoked it); what it reads, once it is read.
-func (u *updater) wrap(out io.Reader, in io.WriteCloser, errR io.Reader) (io.Reader, io.WriteCloser, io.Reader) {
-	return observedReader{u, out, tap.Stdout}, &observedWriter{u: u, w: in}, observedReader{u, errR, tap.Stderr}
-}
-
-type observedReader struct {
-	u *updater
-	r io.Reader
-	s tap.Stream
-}
-
-func (o observedReader) Read(p []byte) (int, error) {
-	n, err := o.r.Read(p)
-	o.u.observe(o.s, p[:n])
-	return n, err
-}
-
-type observedWriter struct {
-	u      *updater
-	w      io.WriteCloser
-	closed bool
-}
-
-func (o *observedWriter) Write(p []byte) (int, error) {
-	o.u.observe(tap.Stdin, p)
-	return o.w.Write(p)
-}
-
-func (o *observedWriter) Close() error {
-	if !o.closed {
-		o.closed = true
-		o.u.rec.Event(tap.Event{T: o.u.now(), Kind: cassette.EventStdinEOF})
-	}
-	return o.w.Close()
-}
-
-// finish records the exit, finalizes the cassette (the writer fsyncs it) and
-// renames it over the old one.
-func (u *updater) finish(ex replay.Exit, killed bool) error {
-	ev := tap.Event{T: u.now(), Kind: cassette.EventExit}
-	if ex.Signal != "" {
-		ev.Signal = ex.Signal
-	} else {
-		code := ex.Code
-		ev.Exit = &code
-	}
-	u.rec.Event(ev)
-	err := u.rec.Close()
+// finish renames the cassette the tap finalized (its Wait closed the
+// recorder, whose writer fsyncs the file) over the old one.
+func (u *updater) finish() error {
+	err := u.rec.Close() // a no-op after the tap's close; its error again
 	st := u.rec.Stats()
 	u.frames = st.Frames
 	if err == nil && u.rec.Failed() {

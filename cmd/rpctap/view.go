@@ -101,47 +101,68 @@ func runView(o *viewOptions, args []string, stdio Stdio) error {
 			return Usagef("--dump: %v", err)
 		}
 	}
-	path := ""
 	if len(args) == 1 {
-		path = args[0]
-	} else {
-		dir := viewCassetteDir(o.Dir)
-		if o.Dump != "" {
-			return dumpPicker(dir, w, h, o.Keys, stdio)
-		}
+		_, err := viewOne(args[0], o, w, h, false, stdio)
+		return err
+	}
+	dir := viewCassetteDir(o.Dir)
+	if o.Dump != "" {
+		return dumpPicker(dir, w, h, o.Keys, stdio)
+	}
+	return pickLoop(func() (string, error) {
 		screen, err := newTerminalScreen()
 		if err != nil {
+			return "", err
+		}
+		path, err := viewer.NewPicker(dir, screen).Run()
+		if err != nil {
+			return "", fmt.Errorf("view: %v", err)
+		}
+		return path, nil
+	}, func(path string) (bool, error) { return viewOne(path, o, w, h, true, stdio) })
+}
+
+// pickLoop shows the picker, then the cassette chosen there, until the
+// user quits: q in the cassette goes back to the picker (the App says
+// WentBack), q in the picker (an empty choice), Q or Ctrl-C ends the loop.
+func pickLoop(pick func() (string, error), view func(path string) (back bool, err error)) error {
+	for {
+		path, err := pick()
+		if err != nil || path == "" {
+			return err // "" : the user quit the picker
+		}
+		back, err := view(path)
+		if err != nil || !back {
 			return err
 		}
-		path, err = viewer.NewPicker(dir, screen).Run()
-		if err != nil {
-			return fmt.Errorf("view: %v", err)
-		}
-		if path == "" {
-			return nil // the user quit the picker
-		}
 	}
+}
+
+// viewOne shows one cassette (or dumps its screen); back reports that the
+// user pressed q to return to the picker it came from (fromPicker).
+func viewOne(path string, o *viewOptions, w, h int, fromPicker bool, stdio Stdio) (back bool, err error) {
 	src, err := openForView(path)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer src.Close()
 	store := viewer.NewStore(src)
 	follow := o.Follow || (!src.Ended() && src.X.TailError() == nil)
-	opts := viewer.Options{Name: path, Follow: follow,
+	opts := viewer.Options{Name: path, Follow: follow, Back: fromPicker,
 		Follower: &viewer.Follower{Store: store, Path: path}}
 	if o.Dump != "" {
-		return dumpView(store, opts, w, h, o.Keys, stdio)
+		return false, dumpView(store, opts, w, h, o.Keys, stdio)
 	}
 	screen, err := newTerminalScreen()
 	if err != nil {
-		return err
+		return false, err
 	}
 	opts.Screen = screen
-	if err := viewer.New(store, opts).Run(); err != nil {
-		return fmt.Errorf("view: %v", err)
+	app := viewer.New(store, opts)
+	if err := app.Run(); err != nil {
+		return false, fmt.Errorf("view: %v", err)
 	}
-	return nil
+	return app.WentBack(), nil
 }
 
 // openForView opens a cassette or says in one line why it cannot (exit 4).

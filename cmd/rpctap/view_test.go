@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"os"
 	"os/exec"
@@ -246,5 +247,36 @@ func TestViewFollowsLiveRecording(t *testing.T) {
 	}
 	if app.SelectedRecord() != store.Len()-1 {
 		t.Errorf("the selection did not follow to the end: #%d of %d", app.SelectedRecord(), store.Len())
+	}
+}
+
+// TestPickLoop: the picker comes back after a cassette left with q, and
+// the loop ends when the picker is quit, the viewer is quit, or fails.
+func TestPickLoop(t *testing.T) {
+	var log []string
+	choices := []string{"a.cassette", "b.cassette", ""}
+	pick := func() (string, error) {
+		c := choices[0]
+		choices = choices[1:]
+		log = append(log, "pick:"+c)
+		return c, nil
+	}
+	view := func(p string) (bool, error) { log = append(log, "view:"+p); return true, nil }
+	if err := pickLoop(pick, view); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(log, " "); got != "pick:a.cassette view:a.cassette pick:b.cassette view:b.cassette pick:" {
+		t.Errorf("q went back: %s", got)
+	}
+	log, choices = nil, []string{"a.cassette", "b.cassette"}
+	if err := pickLoop(pick, func(p string) (bool, error) { log = append(log, "view:"+p); return false, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(log, " "); got != "pick:a.cassette view:a.cassette" {
+		t.Errorf("Q quit: %s", got)
+	}
+	choices = []string{"a.cassette"}
+	if err := pickLoop(pick, func(string) (bool, error) { return true, errors.New("boom") }); err == nil || err.Error() != "boom" {
+		t.Errorf("a failing view: %v", err)
 	}
 }

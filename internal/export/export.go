@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"time"
 
 	"github.com/rpctap/rpctap/cassette"
@@ -58,15 +59,33 @@ type Writer interface {
 	End() error
 }
 
+// RequestWatcher is implemented by writers that want to know of a request
+// when it is read, before its answer (the OTLP writer: the spans of what
+// happens during an ACP prompt are children of the prompt's span).
+type RequestWatcher interface {
+	Request(f *Frame)
+}
+
+// Progress is how far an export is: bytes of the cassette read of its size,
+// and records read.
+type Progress struct {
+	Read, Size int64
+	Records    uint64
+}
+
 // Run reads the cassette at path and hands every exchange to w, in the order
-// their last frame was recorded. progress, when not nil, is called with the
-// number of records read every 64 Ki records.
-func Run(path string, w Writer, o Options, progress func(records uint64)) error {
+// their last frame was recorded. progress, when not nil, is called every
+// 16 Ki records and once at the end.
+func Run(path string, w Writer, o Options, progress func(Progress)) error {
 	rd, err := cassette.Open(path)
 	if err != nil {
 		return err
 	}
 	defer rd.Close()
+	var size int64
+	if st, err := os.Stat(path); err == nil {
+		size = st.Size()
+	}
 	h := rd.Header()
 	created, _ := time.Parse(time.RFC3339Nano, h.Created)
 	s := Session{File: path, Protocol: h.Protocol, Created: created}
@@ -74,6 +93,7 @@ func Run(path string, w Writer, o Options, progress func(records uint64)) error 
 	if red == nil {
 		red = redact.Default()
 	}
+	watch, _ := w.(RequestWatcher)
 	pending := map[string]*Frame{} // dir+id -> request
 	var order []string             // pending keys in arrival order, for the requests never answered
 	begun := false
@@ -92,8 +112,8 @@ func Run(path string, w Writer, o Options, progress func(records uint64)) error 
 			return err
 		}
 		n++
-		if progress != nil && n%(64<<10) == 0 {
-			progress(n)
+		if progress != nil && n%(16<<10) == 0 {
+			progress(Progress{Read: rd.Offset(), Size: size, Records: n})
 		}
 		if r.K == cassette.KindMeta && r.Protocol != "" && s.Protocol == "" {
 			s.Protocol = r.Protocol
@@ -118,10 +138,7 @@ func Run(path string, w Writer, o Options, progress func(records uint64)) error 
 			// Recorded before its protocol was known (or written by a
 			// tool): classify with the protocol's rules now.
 			if p, err := protocol.Lookup(s.Protocol); err == nil {
-				dir := protocol.FromParent
-				if f.Dir == "out" {
-					dir = protocol.FromChild
-				}
+				dir := protocol.DirOf(f.Dir)
 				info := p.Classify(dir, r.JSON)
 				f.Kind, f.Method, f.ID = string(info.Kind), info.Method, info.ID
 			}
@@ -135,6 +152,9 @@ func Run(path string, w Writer, o Options, progress func(records uint64)) error 
 			k := f.Dir + f.ID
 			pending[k] = f
 			order = append(order, k)
+			if watch != nil {
+				watch.Request(f)
+			}
 		case f.Kind == "response" && pending[other+f.ID] != nil:
 			req := pending[other+f.ID]
 			delete(pending, other+f.ID)
@@ -157,6 +177,9 @@ func Run(path string, w Writer, o Options, progress func(records uint64)) error 
 		if err := w.Begin(s); err != nil {
 			return err
 		}
+	}
+	if progress != nil {
+		progress(Progress{Read: size, Size: size, Records: n})
 	}
 	for _, k := range order {
 		if req := pending[k]; req != nil {

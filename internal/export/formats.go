@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"sort"
 	"strconv"
 	"time"
 
@@ -184,6 +185,35 @@ type OTLP struct {
 	js       *jsonStream
 	payloads bool
 	trace    string
+	// prompts maps an ACP session id to the span id of its open
+	// session/prompt: what happens in that session until the prompt is
+	// answered (updates, permission requests, file reads, tool calls) is
+	// a child of the prompt's span.
+	prompts map[string]string
+	// tools holds the ACP tool calls started and not yet finished, by
+	// session id NUL toolCallId (ids are unique within a session only).
+	tools map[string]*toolCall
+	// send, when set, receives each span instead of the JSON stream
+	// (NewOTLPSender: spans go to an endpoint through the OTel SDK).
+	send *sdkSender
+}
+
+// emit writes one span (in its OTLP/JSON form) to the stream or the sender.
+func (o *OTLP) emit(span map[string]any) error {
+	if o.send != nil {
+		return o.send.add(span)
+	}
+	return o.js.entry(span)
+}
+
+// toolCall is an ACP tool call between its tool_call update and the
+// tool_call_update that completes it (or its turn's end).
+type toolCall struct {
+	id, title, kind, session, status string
+	parent                           string // the prompt's span id
+	span                             string // its own span id
+	start, last                      int64
+	record                           uint64
 }
 
 // NewOTLP writes to w; payloads adds rpctap.request.body and
@@ -196,6 +226,9 @@ func (o *OTLP) Begin(s Session) error {
 	o.s = s
 	sum := sha256.Sum256([]byte(s.Protocol + "\x00" + s.Created.UTC().Format(time.RFC3339Nano)))
 	o.trace = hex.EncodeToString(sum[:16])
+	if o.send != nil {
+		return o.send.begin(s)
+	}
 	o.js.tail = "\n]}]}]}\n"
 	res := []any{attr("service.name", "rpctap"), attr("rpctap.cassette", s.File), attr("rpctap.protocol", orRaw(s.Protocol))}
 	b, _ := json.Marshal(res)
@@ -209,8 +242,155 @@ func attr(k string, v any) map[string]any {
 		return map[string]any{"key": k, "value": map[string]any{"stringValue": x}}
 	case int64:
 		return map[string]any{"key": k, "value": map[string]any{"intValue": strconv.FormatInt(x, 10)}}
+	case []string:
+		vs := make([]any, len(x))
+		for i, v := range x {
+			vs[i] = map[string]any{"stringValue": v}
+		}
+		return map[string]any{"key": k, "value": map[string]any{"arrayValue": map[string]any{"values": vs}}}
 	}
 	return map[string]any{"key": k, "value": map[string]any{"stringValue": fmt.Sprint(v)}}
+}
+
+// spanID is a frame's span id, derived from its record and direction.
+func spanID(f *Frame) string {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d/%s", f.Record, f.Dir)
+	return fmt.Sprintf("%016x", h.Sum64())
+}
+
+// Request notes an ACP session/prompt as it starts (RequestWatcher).
+func (o *OTLP) Request(f *Frame) {
+	if f.Method != "session/prompt" {
+		return
+	}
+	if sid := protocol.CallFactsOf(o.s.Protocol, f.Method, f.Payload).Conversation; sid != "" {
+		if o.prompts == nil {
+			o.prompts = map[string]string{}
+		}
+		o.prompts[sid] = spanID(f)
+	}
+}
+
+// toolSpans follows ACP tool calls through their session/update frames:
+// one span per tool call, from the update that started it to the one that
+// completed or failed it, named "execute_tool TITLE", a child of the
+// prompt. It returns the span id of the tool call the frame belongs to
+// ("" for any other frame): that frame is a child of the tool call.
+func (o *OTLP) toolSpans(x *Exchange, session string) (string, error) {
+	u := protocol.ToolCallUpdateOf(x.Request.Payload)
+	if u.ID == "" {
+		return "", nil
+	}
+	if o.tools == nil {
+		o.tools = map[string]*toolCall{}
+	}
+	key := session + "\x00" + u.ID
+	tc := o.tools[key]
+	if tc == nil {
+		if !u.Start {
+			return "", nil // an update of a call that started before the recording
+		}
+		h := fnv.New64a()
+		fmt.Fprintf(h, "tool/%s/%d", u.ID, x.Request.Record)
+		tc = &toolCall{id: u.ID, title: u.Title, kind: u.Kind, session: session, parent: o.prompts[session],
+			span: fmt.Sprintf("%016x", h.Sum64()), start: x.Request.T, record: x.Request.Record}
+		o.tools[key] = tc
+	}
+	tc.last = x.Request.T
+	if u.Title != "" {
+		tc.title = u.Title
+	}
+	if u.Kind != "" {
+		tc.kind = u.Kind
+	}
+	if u.Status != "" {
+		tc.status = u.Status
+	}
+	if u.Status != "completed" && u.Status != "failed" {
+		return tc.span, nil
+	}
+	delete(o.tools, key)
+	return tc.span, o.emit(o.toolSpan(tc, x.Request.T))
+}
+
+// toolSpan is a tool call's span, ended at end.
+func (o *OTLP) toolSpan(tc *toolCall, end int64) map[string]any {
+	attrs := []any{attr("gen_ai.operation.name", "execute_tool"), attr("gen_ai.tool.name", tc.title),
+		attr("gen_ai.tool.call.id", tc.id), attr("gen_ai.conversation.id", tc.session), attr("network.transport", "pipe"),
+		attr("rpctap.record", int64(tc.record))}
+	if tc.kind != "" {
+		// Not gen_ai.tool.type: its values are function, extension and
+		// datastore; ACP's kind (read, edit, execute...) is another axis.
+		attrs = append(attrs, attr("rpctap.acp.tool.kind", tc.kind))
+	}
+	if tc.status != "" {
+		attrs = append(attrs, attr("rpctap.acp.tool.status", tc.status))
+	}
+	status := map[string]any{}
+	if tc.status == "failed" {
+		attrs = append(attrs, attr("error.type", "tool_call_failed"))
+		status = map[string]any{"code": 2, "message": "tool call failed"}
+	}
+	span := map[string]any{
+		"traceId": o.trace, "spanId": tc.span, "name": "execute_tool " + tc.title, "kind": 1,
+		"startTimeUnixNano": strconv.FormatInt(at(o.s, tc.start).UnixNano(), 10),
+		"endTimeUnixNano":   strconv.FormatInt(at(o.s, end).UnixNano(), 10),
+		"attributes":        attrs, "status": status,
+	}
+	if tc.parent != "" {
+		span["parentSpanId"] = tc.parent
+	}
+	return span
+}
+
+// endTools writes the tool calls still open whose parent is the prompt
+// span prompt ("" for all), ended at end (or, when end < 0, at their last
+// update), in the order they started: a tool call the agent never
+// reported finished still shows, with its last status.
+func (o *OTLP) endTools(prompt string, end int64) error {
+	var open []*toolCall
+	for k, tc := range o.tools {
+		if prompt == "" || tc.parent == prompt {
+			open = append(open, tc)
+			delete(o.tools, k)
+		}
+	}
+	sort.Slice(open, func(i, j int) bool { return open[i].record < open[j].record })
+	for _, tc := range open {
+		e := end
+		if e < 0 {
+			e = tc.last
+		}
+		if err := o.emit(o.toolSpan(tc, e)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// permissionTool is the toolCallId a session/request_permission asks about.
+func permissionTool(payload []byte) string {
+	var r struct {
+		Params struct {
+			ToolCall struct {
+				ToolCallID string `json:"toolCallId"`
+			} `json:"toolCall"`
+		} `json:"params"`
+	}
+	json.Unmarshal(payload, &r)
+	return r.Params.ToolCall.ToolCallID
+}
+
+// stopReason is an ACP session/prompt answer's stopReason.
+func stopReason(payload []byte) string {
+	var r struct {
+		Result struct {
+			StopReason string `json:"stopReason"`
+		} `json:"result"`
+	}
+	json.Unmarshal(payload, &r)
+	return r.Result.StopReason
 }
 
 func (o *OTLP) Exchange(x *Exchange) error {
@@ -220,17 +400,40 @@ func (o *OTLP) Exchange(x *Exchange) error {
 	if facts.Target != "" {
 		name += " " + facts.Target
 	}
-	h := fnv.New64a()
-	fmt.Fprintf(h, "%d/%s", req.Record, req.Dir)
-	spanID := fmt.Sprintf("%016x", h.Sum64())
+	spanID := spanID(req)
+	parent := ""
+	if facts.Conversation != "" && req.Method != "session/prompt" {
+		parent = o.prompts[facts.Conversation]
+	}
+	switch req.Method {
+	case "session/update":
+		tool, err := o.toolSpans(x, facts.Conversation)
+		if err != nil {
+			return err
+		}
+		if tool != "" {
+			parent = tool
+		}
+	case "session/request_permission":
+		if tc := o.tools[facts.Conversation+"\x00"+permissionTool(req.Payload)]; tc != nil {
+			parent = tc.span
+		}
+	case "session/prompt":
+		if x.Response != nil && o.prompts[facts.Conversation] == spanID {
+			delete(o.prompts, facts.Conversation)
+			if err := o.endTools(spanID, x.Response.T); err != nil {
+				return err
+			}
+		}
+	}
 	start := at(o.s, req.T).UnixNano()
 	end := start
 	attrs := []any{attr("rpc.method", req.Method), attr("network.transport", "pipe"), attr("rpctap.direction", req.Dir), attr("rpctap.record", int64(req.Record))}
-	if o.s.Protocol == "mcp" {
-		attrs = append(attrs, attr("mcp.method.name", req.Method))
+	if facts.MethodAttr != "" {
+		attrs = append(attrs, attr(facts.MethodAttr, req.Method))
 	}
-	if o.s.Protocol == "acp" || o.s.Protocol == "mcp" || o.s.Protocol == "jsonrpc" || o.s.Protocol == "lsp" {
-		attrs = append(attrs, attr("rpc.system", "jsonrpc"))
+	if facts.RPCSystem != "" {
+		attrs = append(attrs, attr("rpc.system", facts.RPCSystem))
 	}
 	if req.ID != "" {
 		attrs = append(attrs, attr("jsonrpc.request.id", req.ID))
@@ -258,6 +461,9 @@ func (o *OTLP) Exchange(x *Exchange) error {
 			}
 			status = map[string]any{"code": 2, "message": msg} // STATUS_CODE_ERROR
 		}
+		if r := stopReason(x.Response.Payload); r != "" && o.s.Protocol == "acp" && req.Method == "session/prompt" {
+			attrs = append(attrs, attr("gen_ai.response.finish_reasons", []string{r}))
+		}
 		if o.payloads {
 			attrs = append(attrs, attr("rpctap.response.body", string(x.Response.Payload)))
 		}
@@ -268,14 +474,26 @@ func (o *OTLP) Exchange(x *Exchange) error {
 	if o.payloads {
 		attrs = append(attrs, attr("rpctap.request.body", string(req.Payload)))
 	}
-	return o.js.entry(map[string]any{
+	span := map[string]any{
 		"traceId": o.trace, "spanId": spanID, "name": name, "kind": kind,
 		"startTimeUnixNano": strconv.FormatInt(start, 10), "endTimeUnixNano": strconv.FormatInt(end, 10),
 		"attributes": attrs, "status": status,
-	})
+	}
+	if parent != "" {
+		span["parentSpanId"] = parent
+	}
+	return o.emit(span)
 }
 
-func (o *OTLP) End() error { return o.js.end() }
+func (o *OTLP) End() error {
+	if err := o.endTools("", -1); err != nil {
+		return err
+	}
+	if o.send != nil {
+		return o.send.end()
+	}
+	return o.js.end()
+}
 
 func orRaw(p string) string {
 	if p == "" {

@@ -1,8 +1,8 @@
 // Package recorder turns the chunks the tap forwarded into cassette records.
 //
 // A chunk is whatever one read on a stream returned; the recorder cuts each
-// (connection, stream) into lines (see MaxLine for the longest it holds
-// whole), classifies every frame with the session's protocol (detected from
+// (connection, stream) into messages with package framing (lines, or
+// Content-Length messages; see MaxLine for the longest it holds whole), classifies every frame with the session's protocol (detected from
 // the first frames, or forced), redacts secrets, and hands the records to a
 // cassette Writer in the order the tap read their bytes. Validation runs on
 // its own goroutine and its findings become violation records after the
@@ -23,7 +23,7 @@
 //
 // A Recorder runs two goroutines:
 //
-//   - the writer goroutine (Recorder.run) owns the line splitters, the
+//   - the writer goroutine (Recorder.run) owns the message splitters, the
 //     reorder hold, classification, redaction and the cassette Writer. It
 //     blocks only on its queue (idle) and inside the Writer (a slow or hung
 //     disk);

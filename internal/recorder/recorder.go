@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/framing"
 	"github.com/rpctap/rpctap/internal/jsonscan"
 	"github.com/rpctap/rpctap/internal/portable"
 	"github.com/rpctap/rpctap/protocol"
@@ -68,6 +69,9 @@ type Options struct {
 	Warn func(msg string)
 	// MaxLine overrides MaxLine (tests).
 	MaxLine int
+	// Framing is how stdin and stdout are framed: framing.Auto (the zero
+	// value) decides per direction from its first bytes.
+	Framing framing.Mode
 
 	// onFail runs after the cassette failed and the warning went out (the
 	// sink exits there, so that rpctap stops feeding it at once).
@@ -204,8 +208,9 @@ type item struct {
 }
 
 type connState struct {
-	split   [3]splitter
+	split   [3]framing.Splitter
 	lastT   [3]int64             // T of each stream's latest chunk
+	partHdr [3]string            // header block of a Content-Length message being recorded in parts
 	pending [2]map[string]string // per direction: request id -> method, awaiting a response from the other side
 }
 
@@ -225,6 +230,11 @@ type valJob struct {
 	// Session does not classify again.
 	info    protocol.Info
 	hasInfo bool
+	// hdr is the message's Content-Length header block ("" for a line);
+	// partial says frame is only the last part of a message recorded in
+	// parts (its length is then not checked against the header).
+	hdr     string
+	partial bool
 }
 
 type validationResult struct {
@@ -619,8 +629,8 @@ func (r *Recorder) finish() {
 func (r *Recorder) endStreams(conn int, cs *connState) {
 	for s := range cs.split {
 		stream := tap.Stream(s)
-		cs.split[s].end(func(p []byte, eol string, part bool) {
-			r.line(conn, stream, cs.lastT[stream], p, eol, part)
+		cs.split[s].End(func(h, p []byte, eol string, part bool) {
+			r.line(conn, stream, cs.lastT[stream], h, p, eol, part)
 		})
 	}
 }
@@ -637,17 +647,16 @@ func (r *Recorder) write(it *item) {
 		r.lastT = it.t
 		cs.lastT[it.stream%3] = it.t
 		t, conn, stream := it.t, it.conn, it.stream
-		cs.split[stream%3].feed(it.data, func(p []byte, eol string, part bool) {
-			r.line(conn, stream, t, p, eol, part)
+		cs.split[stream%3].Feed(it.data, func(h, p []byte, eol string, part bool) {
+			r.line(conn, stream, t, h, p, eol, part)
 		})
 	case itemGap:
 		cs := r.conn(it.conn)
 		// The pending start of a line continues in bytes that were lost.
 		t, conn, stream := it.t, it.conn, it.stream
-		if sp := &cs.split[stream%3]; sp.pending() > 0 {
-			r.line(conn, stream, t, sp.buf, "", true)
-			sp.buf = sp.buf[:0]
-		}
+		cs.split[stream%3].Lost(func(h, p []byte, eol string, part bool) {
+			r.line(conn, stream, t, h, p, eol, part)
+		})
 		r.stats.Gaps++
 		r.newRecord(t, cassette.KindEvent, conn)
 		r.rec.Ev = cassette.EventGap

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/framing"
 	"github.com/rpctap/rpctap/internal/jsonscan"
 	"github.com/rpctap/rpctap/protocol"
 	"github.com/rpctap/rpctap/tap"
@@ -28,7 +29,11 @@ func (r *Recorder) conn(c int) *connState {
 	if cs == nil {
 		cs = &connState{}
 		for i := range cs.split {
-			cs.split[i].max = r.opts.MaxLine
+			mode := r.opts.Framing
+			if tap.Stream(i) == tap.Stderr {
+				mode = framing.Lines
+			}
+			cs.split[i].Reset(mode, r.opts.MaxLine)
 		}
 		r.conns[c] = cs
 	}
@@ -88,7 +93,7 @@ func (r *Recorder) fail(err error) {
 }
 
 // line writes one line (or part of a line) of a stream.
-func (r *Recorder) line(conn int, stream tap.Stream, t int64, payload []byte, eol string, part bool) {
+func (r *Recorder) line(conn int, stream tap.Stream, t int64, hdr, payload []byte, eol string, part bool) {
 	if stream == tap.Stderr {
 		r.newRecord(t, cassette.KindStderr, conn)
 		r.rec.D = cassette.DirErr
@@ -117,12 +122,24 @@ func (r *Recorder) line(conn int, stream tap.Stream, t int64, payload []byte, eo
 	var info protocol.Info
 	validate, keep := false, false
 	r.rawInfoOK = false
+	// The header goes to the validator with the message's last record.
+	cs := r.conn(conn)
+	jobHdr, partial := string(hdr), false
+	if part && hdr != nil {
+		cs.partHdr[stream%3] = jobHdr
+	} else if !part && hdr == nil && cs.partHdr[stream%3] != "" {
+		jobHdr, partial = cs.partHdr[stream%3], true
+		cs.partHdr[stream%3] = ""
+	}
 	if !part {
 		info, validate, keep = r.judge(conn, t, dir, payload)
 	}
 	r.newRecord(t, cassette.KindFrame, conn)
 	r.rec.D = dirOf(stream)
 	r.rec.EOL, r.rec.Part = eol, part
+	if hdr != nil {
+		r.rec.Hdr = string(hdr)
+	}
 	r.rec.Kind, r.rec.Method = string(info.Kind), info.Method
 	if info.ID != "" {
 		r.rec.ID = json.RawMessage(info.ID)
@@ -130,6 +147,12 @@ func (r *Recorder) line(conn int, stream tap.Stream, t int64, payload []byte, eo
 	if out, changed := r.redactFrame(payload, verbatim); changed {
 		r.rec.SetPayload(out)
 		r.rec.Redacted = true
+		if hdr != nil && !part {
+			// The stored message stays self-consistent: its header
+			// counts the redacted body (the validator judged the
+			// original header and body).
+			r.rec.Hdr = string(framing.WithLength(hdr, len(out)))
+		}
 	} else {
 		r.rec.SetPayloadChecked(payload, verbatim)
 	}
@@ -145,7 +168,7 @@ func (r *Recorder) line(conn int, stream tap.Stream, t int64, payload []byte, eo
 		// JSON, so it neither checks the syntax nor classifies again.
 		frame, buf := r.valCopy(payload)
 		j := valJob{conn: conn, n: r.rec.N, dir: dir, frame: frame, buf: buf, valid: verbatim,
-			info: r.rawInfo, hasInfo: verbatim && r.rawInfoOK}
+			info: r.rawInfo, hasInfo: verbatim && r.rawInfoOK, hdr: jobHdr, partial: partial}
 		if j.hasInfo {
 			// The index Verbatim made holds offsets, so it serves the copy
 			// as well: the validator need not index the frame again.
@@ -159,7 +182,8 @@ func (r *Recorder) line(conn int, stream tap.Stream, t int64, payload []byte, eo
 		}
 		r.queueValidation(j)
 	case keep:
-		r.detFrames = append(r.detFrames, valJob{conn: conn, n: r.rec.N, dir: dir, frame: bytes.Clone(payload), valid: verbatim})
+		r.detFrames = append(r.detFrames, valJob{conn: conn, n: r.rec.N, dir: dir, frame: bytes.Clone(payload), valid: verbatim,
+			hdr: jobHdr, partial: partial})
 	}
 }
 
@@ -404,6 +428,9 @@ func (r *Recorder) validateOne(sessions map[int]*protocol.Session, j valJob) (v 
 		s = protocol.NewSession(r.proto)
 		sessions[j.conn] = s
 	}
+	if j.hdr != "" {
+		s.Framed(j.dir, []byte(j.hdr), !j.partial)
+	}
 	switch {
 	case j.hasInfo && j.idx != nil:
 		_, v = s.FrameClassifiedIndexed(j.n, j.dir, j.frame, j.info, j.idx)
@@ -447,7 +474,9 @@ func (r *Recorder) event(it *item) {
 	switch e.Kind {
 	case cassette.EventStdinEOF:
 		sp := &cs.split[tap.Stdin]
-		sp.end(func(p []byte, eol string, part bool) { r.line(e.Conn, tap.Stdin, cs.lastT[tap.Stdin], p, eol, part) })
+		sp.End(func(h, p []byte, eol string, part bool) {
+			r.line(e.Conn, tap.Stdin, cs.lastT[tap.Stdin], h, p, eol, part)
+		})
 		// Told to the validator at the session's end (the protocol may not
 		// be known yet), with this event's record number (set by put).
 		defer func() {
@@ -581,7 +610,7 @@ func (r *Recorder) valFree(j valJob) {
 		}
 		return
 	}
-	if c := cap(j.frame); c > valBufMax && c <= keepLineBuf {
+	if c := cap(j.frame); c > valBufMax && c <= keepBigFrame {
 		// One large copy is kept for the next large frame (agent
 		// sessions send ~1 MiB frames again and again).
 		select {

@@ -13,7 +13,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +20,7 @@ import (
 	"time"
 
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/framing"
 	"github.com/rpctap/rpctap/internal/thread"
 	"github.com/rpctap/rpctap/tap"
 )
@@ -42,6 +42,8 @@ type SinkConfig struct {
 	Redact RedactOptions
 	// NoValidate records without validating (frames are still classified).
 	NoValidate bool
+	// Framing of stdin and stdout (framing.Auto decides per direction).
+	Framing framing.Mode
 	// Lossy: Observe never waits for the sink; chunks that do not fit into
 	// the pipe are dropped and recorded as gaps.
 	Lossy bool
@@ -55,8 +57,9 @@ type SinkConfig struct {
 	Command []string
 	// Env is added to the sink's environment.
 	Env []string
-	// Nice is the sink's niceness (default 10: it yields the CPU to the
-	// child, the parent and rpctap's forwarding); -1 keeps rpctap's.
+	// Nice is the sink's niceness; 0 or less keeps rpctap's. rpctap record
+	// asks 10, so that the sink yields the CPU to the child, the parent
+	// and rpctap's forwarding.
 	Nice int
 	// PipeSize is the capacity asked for each stream's pipe (default 1 MiB,
 	// the usual unprivileged maximum).
@@ -75,6 +78,7 @@ type sinkConfigWire struct {
 	SchemaFile string          `json:"schema,omitempty"`
 	Redact     RedactOptions   `json:"redact"`
 	NoValidate bool            `json:"novalidate,omitempty"`
+	Framing    framing.Mode    `json:"framing,omitempty"`
 }
 
 // sinkStatus is one line on the status pipe.
@@ -139,9 +143,6 @@ func StartSink(ctx context.Context, cfg SinkConfig) (*PipeObserver, error) {
 	}
 	if len(cfg.Command) == 0 {
 		cfg.Command = []string{"/proc/self/exe", "__sink"}
-	}
-	if cfg.Nice == 0 {
-		cfg.Nice = 10
 	}
 	if cfg.PipeSize == 0 {
 		cfg.PipeSize = 1 << 20
@@ -221,7 +222,7 @@ func StartSink(ctx context.Context, cfg SinkConfig) (*PipeObserver, error) {
 	go o.sink.readStatus(statusR, o)
 
 	conf, _ := json.Marshal(sinkConfigWire{Path: path, Header: cfg.Header, Protocol: cfg.Protocol,
-		SchemaFile: cfg.SchemaFile, Redact: cfg.Redact, NoValidate: cfg.NoValidate})
+		SchemaFile: cfg.SchemaFile, Redact: cfg.Redact, NoValidate: cfg.NoValidate, Framing: cfg.Framing})
 	h := msgHeader{typ: msgConfig}
 	o.ctl.mu.Lock()
 	err = o.ctl.write(&h, conf, true)
@@ -337,22 +338,8 @@ func SinkMain() int {
 		return 2
 	}
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
-	// rpctap and its sink aim at 32 MiB together (VmHWM of both added):
-	// make the garbage collector work harder rather than let the heap grow
-	// past ~19 MiB (a soft limit; a 16 MiB line still fits, at some GC
-	// cost). GOMEMLIMIT in the environment wins. On the agent mix the
-	// sink's live heap peaks at ~12.5 MB (900 KB frames: zstd's history, the
-	// line buffer, the validator's copy, queued chunks, the batch), so the
-	// limit, not the live heap, sets the sink's peak: about the limit plus
-	// 3.5 MiB (the executable's pages; the runtime counts some memory that
-	// is not resident). Measured with bench/wire (agent mix, sink VmHWM and
-	// CPU s/GiB of rpctap + sink): 20 MiB 23.1 MiB, 19 MiB 22.4 MiB for
-	// about 3 % more CPU (the collector's own share of the sink's CPU goes
-	// from ~5 % to ~8 %), 18 MiB 21.4 MiB for ~11 %, 17 MiB 20.8 MiB for
-	// ~22 %; earlier, 24 MiB gave 27.6 MiB and 16 MiB cost 50 %.
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(19 << 20)
-	}
+	// The sink's memory limit is the command's to set (cmd/rpctap,
+	// tuneSink); it runs in this process before SinkMain.
 	return runSink(ctl, data, status)
 }
 
@@ -407,6 +394,7 @@ func runSink(ctl io.ReadCloser, data [3]*os.File, statusF io.WriteCloser) (code 
 		Protocol:       cfg.Protocol,
 		HeaderProtocol: cfg.Protocol != "",
 		NoValidate:     cfg.NoValidate,
+		Framing:        cfg.Framing,
 		Redact:         cfg.Redact,
 		Warn:           func(msg string) { st.send(sinkStatus{Warn: msg}) },
 		// Nothing more can be recorded: exit, so that rpctap's next write

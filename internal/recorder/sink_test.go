@@ -203,9 +203,9 @@ func (s *session) check(t testing.TB, recs []cassette.Record) {
 func TestSinkEndToEnd(t *testing.T) {
 	s := makeSession(t, 3<<20)
 	path := filepath.Join(t.TempDir(), "s.cassette")
-	o, ws := startTestSink(t, path, nil)
-	// The sink runs niced, in its own process group, and holds none of our
-	// standard streams.
+	o, ws := startTestSink(t, path, func(c *SinkConfig) { c.Nice = 10 })
+	// The sink runs at the niceness asked, in its own process group, and
+	// holds none of our standard streams.
 	pid := o.sink.cmd.Process.Pid
 	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
 		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+2:]))

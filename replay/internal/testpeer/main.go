@@ -7,8 +7,12 @@
 //
 // Usage:
 //
-//	testpeer synaps-child | opi-child
-//	testpeer synaps-parent | opi-parent | mcp-parent  CMD [ARGS...]
+//	testpeer synaps-child | opi-child | dap-child
+//	testpeer synaps-parent | opi-parent | mcp-parent | lsp-parent | dap-parent  CMD [ARGS...]
+//
+// lsp-parent is an editor driving a Go language server (gopls) on the module
+// in its working directory; dap-child is a scripted debug adapter and
+// dap-parent its client (both Content-Length framed, lsp.go).
 //
 // The parents print a transcript on stdout and exit with the child's status.
 package main
@@ -33,7 +37,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: testpeer synaps-child|opi-child|synaps-parent|opi-parent|mcp-parent [CMD ARGS...]")
+		fmt.Fprintln(os.Stderr, "usage: testpeer synaps-child|opi-child|dap-child|synaps-parent|opi-parent|mcp-parent|lsp-parent|dap-parent [CMD ARGS...]")
 		os.Exit(2)
 	}
 	var err error
@@ -48,6 +52,12 @@ func main() {
 		err = parent(args, opiScript)
 	case "mcp-parent":
 		err = mcpParent(args)
+	case "lsp-parent":
+		err = lspParent(args)
+	case "dap-child":
+		err = dapChild(os.Stdin, os.Stdout)
+	case "dap-parent":
+		err = dapParent(args)
 	default:
 		err = fmt.Errorf("unknown mode %q", mode)
 	}

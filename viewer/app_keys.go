@@ -3,14 +3,18 @@ package viewer
 import (
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/gdamore/tcell/v2"
 )
 
+// Keys: the App's own key handling, before the focused widget's, and the
+// help text that lists them.
+
 // handleKey is the App's input capture. It changes state directly and
 // never waits for the UI goroutine (it runs on it).
 func (a *App) handleKey(ev *tcell.EventKey) *tcell.EventKey {
-	if a.bar.kind != "" {
+	if a.inputKind != "" {
 		if ev.Key() == tcell.KeyCtrlU {
 			a.input.SetText("")
 			return nil
@@ -34,6 +38,8 @@ func (a *App) handleKey(ev *tcell.EventKey) *tcell.EventKey {
 	switch ev.Key() {
 	case tcell.KeyEscape:
 		switch {
+		case a.mode == modeFlowDetail:
+			a.setMode(modeFlows)
 		case a.mode != modeList:
 			a.setMode(modeList)
 		case a.detailOpen:
@@ -43,6 +49,23 @@ func (a *App) handleKey(ev *tcell.EventKey) *tcell.EventKey {
 	case tcell.KeyEnter:
 		if a.mode == modeList && !detailFocused {
 			a.openDetail()
+			return nil
+		}
+		switch a.mode {
+		case modeFlows:
+			a.showFlow()
+			return nil
+		case modeTranscript, modeStats:
+			a.actOnTarget()
+			return nil
+		}
+	case tcell.KeyDown, tcell.KeyUp:
+		if a.mode == modeTranscript || a.mode == modeStats {
+			d := 1
+			if ev.Key() == tcell.KeyUp {
+				d = -1
+			}
+			a.moveTarget(d)
 			return nil
 		}
 	case tcell.KeyTab, tcell.KeyBacktab:
@@ -83,11 +106,14 @@ func (a *App) handleRune(ev *tcell.EventKey, detailFocused bool) *tcell.EventKey
 	switch ev.Rune() {
 	case 'q':
 		switch {
+		case a.mode == modeFlowDetail:
+			a.setMode(modeFlows)
 		case a.mode != modeList:
 			a.setMode(modeList)
 		case a.detailOpen:
 			a.closeDetail()
 		default:
+			a.wentBack = a.opts.Back
 			a.Stop()
 		}
 		return nil
@@ -119,19 +145,14 @@ func (a *App) handleRune(ev *tcell.EventKey, detailFocused bool) *tcell.EventKey
 		a.dimAux = !a.dimAux
 		a.content.invalidate()
 		return nil
+	case 'o':
+		a.toggleMode(modeFlows, modeFlowDetail)
+		return nil
 	case 't':
-		if a.mode == modeTranscript {
-			a.setMode(modeList)
-		} else {
-			a.setMode(modeTranscript)
-		}
+		a.toggleMode(modeTranscript)
 		return nil
 	case 's':
-		if a.mode == modeStats {
-			a.setMode(modeList)
-		} else {
-			a.setMode(modeStats)
-		}
+		a.toggleMode(modeStats)
 		return nil
 	case 'F':
 		a.follow = !a.follow
@@ -182,6 +203,7 @@ func HelpText() string {
   Enter            open the detail pane (pretty JSON, violations)
   Tab              switch focus between the list and the detail pane
   Esc q            close the detail pane / go back;  q in the list quits
+                   (back to the picker when the cassette came from it)
   p                jump to the paired request/response (violation: its frame)
   Backspace        jump back to where p came from
   y                copy the frame to the clipboard (OSC 52)
@@ -189,21 +211,34 @@ func HelpText() string {
   d                dim stderr lines and process events
 
 [yellow::b]Filter and search[-:-:-]
-  f                filter bar: the list follows as you type; Enter keeps,
-                   Esc goes back; an empty filter shows everything
-  v c a            toggle: violations only / hide chunks / hide stderr+events
-  /   n N          search (same terms), next / previous; wraps around
-  terms (space or & between them, all must hold; ! negates one):
-    m:METHOD       method (or a /-part of it) starts with METHOD
-    dir:in dir:out kind:req|resp|notif|event|stderr|violation…
-    id:ID          err (errors, failures, violations)  slow>100ms
-    /REGEXP/  "text with spaces"  anything else: the frame contains it
+  f                filter as you type: m:METHOD dir:in|out kind:K id:ID
+                   err slow>100ms chunk v -aux /REGEXP/ free text;
+                   ! negates, & or space joins; empty clears
+  v                toggle violations only
+  c                toggle hiding streamed chunks
+  a                toggle hiding stderr, events and cassette records
+  /                search (same words as the filter)
+  n N              next / previous match
 
 [yellow::b]Views[-:-:-]
   t                transcript: chunks folded into text per turn
+                   (↑ ↓ pick an entry, Enter jumps to its record)
   s                statistics: counts, latency p50/p90/p99/max, unanswered
+                   (↑ ↓ pick a method, Enter filters the list by it)
+  o                flows: a request and its answer (with the chunks that
+                   streamed it) per row; Enter opens one; o: frames again
   F                follow new records (like less +F)
   ?                this help
   Q Ctrl-C         quit
 `
+}
+
+// toggleMode opens view m, or goes back to the list when m (or one of also,
+// views opened from it) is showing.
+func (a *App) toggleMode(m mode, also ...mode) {
+	if a.mode == m || slices.Contains(also, a.mode) {
+		a.setMode(modeList)
+		return
+	}
+	a.setMode(m)
 }

@@ -4,6 +4,26 @@ import (
 	"time"
 )
 
+// The App's background work: following a growing cassette, the analysis
+// pass, filling filtered views. Jobs run on their own goroutines (spawn) and
+// hand their results to the UI goroutine (post).
+
+// StartFollowing starts reading new records (once) without Run, for an App
+// driven headless: the follower hands them over through Settle.
+func (a *App) StartFollowing() { a.startFollower() }
+
+// startFollower starts reading new records (once).
+func (a *App) startFollower() {
+	if !a.followerOn.CompareAndSwap(false, true) {
+		return
+	}
+	f := a.opts.Follower
+	if f == nil {
+		f = &Follower{Store: a.store, Interval: 250 * time.Millisecond}
+	}
+	go f.Run(a.quit, a.onNewRecords)
+}
+
 // pump hands work finished in the background to the UI goroutine.
 func (a *App) pump() {
 	for {
@@ -100,12 +120,8 @@ func (a *App) kickScan() {
 // analysisProgress refreshes what depends on the analysis (UI goroutine).
 func (a *App) analysisProgress() {
 	a.content.invalidate()
-	if f := a.view.Filter(); f.ViolationsOnly {
+	if a.view.Filter().ViolationsOnly {
 		a.kickFill(a.view)
-	} else if f.NeedsAnalysis() && a.view.analysed < a.store.Len() && a.store.Scanned() >= a.store.Len() {
-		// err and slow> looked at pairs and violations the analysis had
-		// not found yet: filter again now that it has caught up.
-		a.setView(NewView(f), a.selectedPos())
 	}
 	switch a.mode {
 	case modeStats:
@@ -121,6 +137,12 @@ func (a *App) analysisProgress() {
 func (a *App) kickFill(v *View) {
 	gen := a.fillGen.Add(1)
 	a.spawn(func() {
+		if v.Filter().NeedsAnalysis() && !v.Filter().ViolationsOnly {
+			// Latencies and violations are the analysis's: let it catch
+			// up with the records first.
+			for a.fillGen.Load() == gen && !a.Done() && !a.store.Scan(1<<15) {
+			}
+		}
 		last := time.Now()
 		for a.fillGen.Load() == gen && !a.Done() {
 			done := a.store.Fill(v, 1<<15)
@@ -139,77 +161,5 @@ func (a *App) kickFill(v *View) {
 				return // a violations-only view is refilled as the analysis goes on
 			}
 		}
-	})
-}
-
-// transcriptWindow is how many records on each side of the selection the
-// transcript of a large cassette folds (its text is kept in memory).
-const transcriptWindow = 20000
-
-// openTranscript starts folding the window of records around the
-// selection (the whole cassette when it is small), unless that window is
-// already folded.
-func (a *App) openTranscript() {
-	n := a.store.Len()
-	from, end := 0, -1
-	if n > 2*transcriptWindow {
-		sel := max(a.selectedPos(), 0)
-		from = max(0, min(sel-transcriptWindow, n-2*transcriptWindow))
-		if from+2*transcriptWindow < n {
-			end = from + 2*transcriptWindow
-		}
-	}
-	a.trMu.Lock()
-	same := a.tr != nil && a.trFrom == from && a.trEnd == end
-	if !same {
-		a.tr, a.trFrom, a.trNext, a.trEnd = &Transcript{}, from, from, end
-		a.trGen++
-	}
-	a.trMu.Unlock()
-	a.trActive.Store(end < 0)
-	if same {
-		a.showTranscript()
-		return
-	}
-	a.text.SetText("folding the transcript…")
-	a.kickTranscript()
-}
-
-// kickTranscript folds the window's new records in the background.
-func (a *App) kickTranscript() {
-	a.trMu.Lock()
-	gen := a.trGen
-	a.trMu.Unlock()
-	a.spawn(func() {
-		for !a.Done() {
-			a.trMu.Lock()
-			if gen != a.trGen {
-				a.trMu.Unlock()
-				return
-			}
-			limit := a.store.Len()
-			if a.trEnd >= 0 {
-				limit = a.trEnd
-			}
-			if a.trNext >= limit {
-				a.trMu.Unlock()
-				break
-			}
-			recs, err := a.store.Records(a.trNext, min(scanBatch, limit-a.trNext))
-			if err != nil || len(recs) == 0 {
-				a.trMu.Unlock()
-				break
-			}
-			for i := range recs {
-				a.tr.Add(&recs[i])
-			}
-			a.trNext += len(recs)
-			a.trMu.Unlock()
-		}
-		a.post(func() {
-			if a.mode == modeTranscript {
-				a.showTranscript()
-			}
-		})
 	})
 }

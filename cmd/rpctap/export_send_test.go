@@ -1,0 +1,170 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rpctap/rpctap/internal/testpeers"
+)
+
+// TestExportSendToCollector: `rpctap export --format otlp --send` hands the
+// spans of the ACP sample cassette, through the OpenTelemetry Go SDK and
+// the standard OTEL_EXPORTER_OTLP_ENDPOINT, to a real OpenTelemetry
+// Collector (OTLP/HTTP receiver, debug exporter printing every span), which
+// receives all of them, over OTLP/HTTP and then over gRPC
+// (OTEL_EXPORTER_OTLP_PROTOCOL=grpc): names, the GenAI attributes, the
+// prompt turn's parent links, the recorded times.
+func TestExportSendToCollector(t *testing.T) {
+	t.Parallel()
+	col := testpeers.Collector(t)
+	rp := rpctapPath(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	lg, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	grpcAddr := lg.Addr().String()
+	lg.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "collector.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`receivers:
+  otlp:
+    protocols:
+      http:
+        endpoint: %s
+      grpc:
+        endpoint: %s
+exporters:
+  debug:
+    verbosity: detailed
+service:
+  telemetry:
+    metrics:
+      level: none
+  pipelines:
+    traces:
+      receivers: [otlp]
+      exporters: [debug]
+`, addr, grpcAddr)), 0o644)
+	var out syncBuffer
+	cmd := exec.Command(col, "--config", cfg)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	deadline := time.Now().Add(30 * time.Second)
+	for _, a := range []string{addr, grpcAddr} {
+		for {
+			if c, err := net.Dial("tcp", a); err == nil {
+				c.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the collector did not listen on %s:\n%s", a, out.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+
+	cas, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "cassettes", "acp-go.cassette"))
+	for _, proto := range []struct{ name, endpoint string }{{"http/protobuf", addr}, {"grpc", grpcAddr}} {
+		before := len(out.String())
+		send := exec.Command(rp, "export", "--format", "otlp", "--send", cas)
+		send.Env = append(filterEnv(os.Environ(), "OTEL_"), "OTEL_EXPORTER_OTLP_ENDPOINT=http://"+proto.endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL="+proto.name)
+		msg, err := send.CombinedOutput()
+		if err != nil || !strings.Contains(string(msg), "sent 14 spans") {
+			t.Fatalf("export --send over %s: %v\n%s", proto.name, err, msg)
+		}
+		// The debug exporter prints each span it received.
+		var got string
+		for deadline = time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			got = out.String()[before:]
+			if strings.Count(got, "Span #") >= 14 || time.Now().After(deadline) {
+				break
+			}
+		}
+		if n := strings.Count(got, "Span #"); n != 14 {
+			t.Fatalf("over %s the collector received %d spans, want 14 (12 exchanges, 2 tool calls):\n%s", proto.name, n, got)
+		}
+		for _, want := range []string{
+			"Name           : session/prompt",
+			"Name           : execute_tool Reading project files",
+			"-> gen_ai.operation.name: Str(invoke_agent)",
+			"-> gen_ai.tool.name: Str(Reading project files)",
+			"-> network.transport: Str(pipe)",
+			"-> service.name: Str(rpctap)",
+			"Kind           : Client",
+			"2026-11-21 08:00:00", // the recorded start, not the time of sending
+		} {
+			if !strings.Contains(got, want) {
+				t.Errorf("over %s the collector's spans lack %q", proto.name, want)
+			}
+		}
+		// The tool call spans are children of the prompt's span.
+		prompt := regexp.MustCompile(`(?s)ID             : ([0-9a-f]{16})\n[^\n]*\n?    Name           : session/prompt`).FindStringSubmatch(got)
+		if prompt == nil {
+			prompt = regexp.MustCompile(`(?s)Parent ID      : \n    ID             : ([0-9a-f]{16})\n    Name           : session/prompt`).FindStringSubmatch(got)
+		}
+		if prompt == nil {
+			t.Fatalf("no session/prompt span id in:\n%s", got)
+		}
+		// 4 agent messages and 2 tool calls under the prompt.
+		if n := strings.Count(got, "Parent ID      : "+prompt[1]); n != 6 {
+			t.Errorf("over %s %d spans have the prompt %s as parent, want 6 (its 4 messages and 2 tool calls)", proto.name, n, prompt[1])
+		}
+		// the finish reason arrives as a string array
+		if !strings.Contains(got, "-> gen_ai.response.finish_reasons: Slice([\"end_turn\"])") {
+			t.Errorf("over %s the prompt's finish reason did not arrive", proto.name)
+		}
+	}
+}
+
+// TestExportSendBadSetup: --send without an endpoint, with another format,
+// with -o, or with the http/json protocol (no SDK exporter) says what to do
+// in one line.
+func TestExportSendBadSetup(t *testing.T) {
+	t.Parallel()
+	rp := rpctapPath(t)
+	cas, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "cassettes", "acp-go.cassette"))
+	for _, c := range []struct {
+		env  []string
+		args []string
+		want string
+	}{
+		{nil, []string{"--format", "otlp", "--send"}, "--send needs OTEL_EXPORTER_OTLP_ENDPOINT"},
+		{[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1"}, []string{"--format", "har", "--send"}, "--send is for --format otlp"},
+		{[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1"}, []string{"--format", "otlp", "--send", "-o", "x.json"}, "exclude each other"},
+		{[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL=http/json"}, []string{"--format", "otlp", "--send"}, `OTLP protocol "http/json" cannot be sent`},
+	} {
+		cmd := exec.Command(rp, append(append([]string{"export"}, c.args...), cas)...)
+		cmd.Env = append(append([]string{}, filterEnv(os.Environ(), "OTEL_")...), c.env...)
+		out, err := cmd.CombinedOutput()
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if err == nil || !strings.Contains(lines[0], c.want) {
+			t.Errorf("%v %v: %v\n%s", c.env, c.args, err, out)
+		}
+	}
+}
+
+func filterEnv(env []string, prefix string) []string {
+	var out []string
+	for _, e := range env {
+		if !strings.HasPrefix(e, prefix) {
+			out = append(out, e)
+		}
+	}
+	return out
+}

@@ -1,0 +1,243 @@
+package framing
+
+import (
+	"bytes"
+	"unicode/utf8"
+)
+
+// MaxMessage is the longest message a Splitter made by NewSplitter holds
+// whole: 16 MiB (brainwires' frame limit, the largest of the protocols rpctap
+// knows) plus 64 KiB of slack for a line ending and framing overhead. A
+// longer message comes out as a run of parts, each at most this long, so the
+// memory per stream stays bounded however long a message grows.
+const MaxMessage = 16<<20 + 64<<10
+
+// MaxHeader is the longest header block a Content-Length stream may send
+// before its empty line. LSP headers are one or two short fields; a longer
+// run of bytes without an empty line is taken as out of sync, not held.
+const MaxHeader = 8 << 10
+
+// maxContentLength is the largest Content-Length believed: larger values
+// are a corrupt header, not a message (and would overflow an int on 32-bit
+// platforms).
+const maxContentLength = 1 << 40
+
+// Splitter cuts one byte stream into messages. It never uses bufio.Scanner:
+// messages of any length are handled, line endings and header blocks are
+// kept exactly, and bytes that are not yet a complete message are held in
+// buf, which never grows beyond the limit plus one header block.
+//
+// A Splitter is owned by one goroutine; it is not safe for concurrent use.
+type Splitter struct {
+	mode Mode   // Auto until the first bytes decide
+	max  int    // MaxMessage, or smaller in tests
+	buf  []byte // bytes held: the start of a line, a header block, or a body
+
+	// Content-Length state. hdrLen > 0 while a body is being read: buf
+	// starts with the header block (hdrLen bytes), followed by body bytes
+	// not yet emitted; need is how many body bytes are still to come;
+	// sentPart says a part of this body was already emitted (so the header
+	// went out with it and buf holds only body bytes).
+	hdrLen   int
+	need     int64
+	inBody   bool
+	sentPart bool
+}
+
+// NewSplitter returns a splitter for mode that holds messages up to max
+// bytes whole (MaxMessage when max <= 0).
+func NewSplitter(mode Mode, max int) *Splitter {
+	s := &Splitter{}
+	s.Reset(mode, max)
+	return s
+}
+
+// Reset makes s a fresh splitter for mode and max, keeping its buffer.
+func (s *Splitter) Reset(mode Mode, max int) {
+	if max <= 0 {
+		max = MaxMessage
+	}
+	*s = Splitter{mode: mode, max: max, buf: s.buf[:0]}
+}
+
+// Mode is the stream's framing: what it was made with, or what Auto decided
+// (Auto until enough bytes arrived).
+func (s *Splitter) Mode() Mode { return s.mode }
+
+// Pending is the number of bytes held for an incomplete message.
+func (s *Splitter) Pending() int { return len(s.buf) }
+
+// Feed splits data, calling emit for every message it completes and every
+// part of an over-long one. Bytes of an incomplete message are kept for the
+// next call.
+func (s *Splitter) Feed(data []byte, emit Func) {
+	if s.mode == Auto {
+		s.buf = append(s.buf, data...)
+		m, ok := Detect(s.buf)
+		if !ok {
+			if len(s.buf) > s.max {
+				// Cannot happen with Detect's 64-byte bound; kept so a
+				// changed Detect can never grow buf without bound.
+				s.mode = Lines
+			} else {
+				return
+			}
+		} else {
+			s.mode = m
+		}
+		held := s.buf
+		s.buf = nil
+		s.Feed(held, emit)
+		if cap(held) <= keepBuf && len(s.buf) == 0 {
+			s.buf = held[:0]
+		}
+		return
+	}
+	if s.mode == ContentLength {
+		s.feedContentLength(data, emit)
+		return
+	}
+	s.feedLines(data, emit)
+}
+
+// End flushes what is held when the stream ended: a last line without a
+// newline, a body cut short (with its header), or bytes that never became a
+// header.
+func (s *Splitter) End(emit Func) {
+	switch {
+	case s.mode == ContentLength && s.inBody:
+		s.emitBody(emit, false)
+	case s.mode == Auto && len(s.buf) > 0:
+		// Too few bytes to decide: they are a line without an ending.
+		s.mode = Lines
+		fallthrough
+	case len(s.buf) > 0:
+		// A header block that never ended can be longer than max.
+		s.emitHeld(emit, false)
+	}
+	s.buf = s.buf[:0]
+	s.inBody, s.hdrLen, s.need, s.sentPart = false, 0, 0, false
+	if cap(s.buf) > keepBuf {
+		s.buf = nil
+	}
+}
+
+// Lost tells the splitter that bytes of the stream were lost (the recorder
+// could not keep up in lossy mode): what is held is emitted as a part (its
+// rest is among the lost bytes), and a Content-Length stream looks for the
+// next header.
+func (s *Splitter) Lost(emit Func) {
+	switch {
+	case s.mode == ContentLength && s.inBody:
+		s.emitBody(emit, true)
+	case len(s.buf) > 0:
+		s.emitHeld(emit, true)
+	}
+	s.buf = s.buf[:0]
+	s.inBody, s.hdrLen, s.need, s.sentPart = false, 0, 0, false
+}
+
+// emitHeld emits what buf holds as records of at most max bytes, the last
+// with part set as given.
+func (s *Splitter) emitHeld(emit Func, lastPart bool) {
+	b := s.buf
+	for len(b) > s.max {
+		cut := partCut(b[:s.max], false)
+		emit(nil, b[:cut], "", true)
+		b = b[cut:]
+	}
+	emit(nil, b, "", lastPart)
+}
+
+// keepBuf: a splitter keeps a buffer up to this capacity between messages
+// (agent sessions send ~1 MiB frames again and again); a larger one, grown
+// for an exceptional message, is dropped once that message is out.
+const keepBuf = 2 << 20
+
+// grow appends data to buf, growing it by doubling from 64 KiB so that a
+// message of up to keepBuf bytes leaves a buffer the next one fits in.
+func (s *Splitter) grow(data []byte) {
+	if n := len(s.buf) + len(data); n > cap(s.buf) {
+		b := make([]byte, len(s.buf), max(n, 2*cap(s.buf), 64<<10))
+		copy(b, s.buf)
+		s.buf = b
+	}
+	s.buf = append(s.buf, data...)
+}
+
+// ---- newline-delimited ----
+
+func (s *Splitter) feedLines(data []byte, emit Func) {
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			s.holdLine(data, emit)
+			return
+		}
+		line := data[:i+1]
+		data = data[i+1:]
+		if len(s.buf) == 0 && len(line) <= s.max {
+			emitLine(line, emit)
+			continue
+		}
+		// The line started in an earlier chunk (or is too long): take the
+		// part before the newline through holdLine so that over-long
+		// lines are cut into parts, then finish the line from the buffer.
+		s.holdLine(line[:len(line)-1], emit)
+		s.buf = append(s.buf, '\n')
+		emitLine(s.buf, emit)
+		s.buf = s.buf[:0]
+	}
+	if cap(s.buf) > keepBuf && len(s.buf) == 0 {
+		s.buf = nil // do not keep a 16 MiB buffer around after one big line
+	}
+}
+
+// holdLine appends data (which contains no newline) to the pending line,
+// emitting full parts while the pending line is longer than max.
+func (s *Splitter) holdLine(data []byte, emit Func) {
+	for len(s.buf)+len(data) > s.max {
+		if len(s.buf) < s.max {
+			n := s.max - len(s.buf)
+			s.buf = append(s.buf, data[:n]...)
+			data = data[n:]
+		}
+		cut := partCut(s.buf[:s.max], true)
+		emit(nil, s.buf[:cut], "", true)
+		rest := copy(s.buf, s.buf[cut:])
+		s.buf = s.buf[:rest]
+	}
+	s.grow(data)
+}
+
+// emitLine splits a complete line (ending in "\n") into payload and ending.
+func emitLine(line []byte, emit Func) {
+	n := len(line) - 1
+	if n > 0 && line[n-1] == '\r' {
+		emit(nil, line[:n-1], "\r\n", false)
+		return
+	}
+	emit(nil, line[:n], "\n", false)
+}
+
+// partCut picks where to cut a full buffer into a part: at its end, moved
+// back so that a "\r" that may precede the coming "\n" stays with the rest of
+// the line (keepCR), and so that a UTF-8 sequence is not torn in two (which
+// would turn both halves into base64). It never moves back more than 4
+// bytes, so every part is non-empty.
+func partCut(b []byte, keepCR bool) int {
+	n := len(b)
+	if keepCR && n > 4 && b[n-1] == '\r' {
+		n--
+	}
+	for back := 0; back < 3 && n > 4; back++ {
+		if utf8.RuneStart(b[n-1-back]) {
+			r := b[n-1-back:]
+			if utf8.FullRune(r) {
+				return n // the last rune is complete
+			}
+			return n - 1 - back // cut before the torn rune
+		}
+	}
+	return n
+}

@@ -1,0 +1,346 @@
+package framing
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// msg is one emitted record, copied.
+type msg struct {
+	hdr, payload string
+	eol          string
+	part         bool
+}
+
+func (m msg) String() string {
+	return fmt.Sprintf("{%q %q %q part=%v}", m.hdr, m.payload, m.eol, m.part)
+}
+
+// splitAll feeds data to a splitter in the given chunk sizes (cycled) and
+// returns what it emitted, checking the invariants every caller relies on:
+// no payload over the cap, nothing held over the cap plus a header block and
+// a chunk, no newline inside a line's payload.
+func splitAll(t testing.TB, mode Mode, data []byte, sizes []int, max int) ([]msg, Mode) {
+	t.Helper()
+	s := NewSplitter(mode, max)
+	var out []msg
+	emit := func(hdr, p []byte, eol string, part bool) {
+		if len(p) > max {
+			t.Fatalf("payload of %d bytes is over the %d byte cap", len(p), max)
+		}
+		if s.Mode() == Lines && bytes.IndexByte(p, '\n') >= 0 {
+			t.Fatalf("line payload %q contains a newline", p)
+		}
+		if part && eol != "" {
+			t.Fatalf("part with line ending %q", eol)
+		}
+		out = append(out, msg{string(hdr), string(p), eol, part})
+	}
+	for i := 0; len(data) > 0; i++ {
+		n := 1
+		if len(sizes) > 0 {
+			n = sizes[i%len(sizes)]
+		}
+		if n <= 0 || n > len(data) {
+			n = len(data)
+		}
+		s.Feed(data[:n], emit)
+		if s.Pending() > max+MaxHeader+n+64 {
+			t.Fatalf("splitter holds %d bytes, over the %d byte cap", s.Pending(), max)
+		}
+		data = data[n:]
+	}
+	m := s.Mode()
+	s.End(emit)
+	return out, m
+}
+
+func join(ms []msg) []byte {
+	var b []byte
+	for _, m := range ms {
+		b = append(append(append(b, m.hdr...), m.payload...), m.eol...)
+	}
+	return b
+}
+
+func TestLineEndings(t *testing.T) {
+	in := "a\n\r\nb\r\n\n{\"x\":1}\r\nlast\r"
+	got, _ := splitAll(t, Lines, []byte(in), []int{1, 2, 3}, MaxMessage)
+	want := []msg{{"", "a", "\n", false}, {"", "", "\r\n", false}, {"", "b", "\r\n", false}, {"", "", "\n", false},
+		{"", `{"x":1}`, "\r\n", false}, {"", "last\r", "", false}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("got  %v\nwant %v", got, want)
+	}
+}
+
+func TestLongLineParts(t *testing.T) {
+	const max = 16
+	line := strings.Repeat("x", 50)
+	in := "short\n" + line + "\r\nend"
+	for _, sizes := range [][]int{{1}, {7}, {100}, {5, 33}} {
+		got, _ := splitAll(t, Lines, []byte(in), sizes, max)
+		if string(join(got)) != in {
+			t.Fatalf("sizes %v: joined %q, want %q", sizes, join(got), in)
+		}
+		parts := 0
+		for _, m := range got {
+			if m.part {
+				parts++
+			}
+		}
+		if parts != 3 { // 50 bytes with a cap of 16: 16+16+16 as parts, 2 in the last record
+			t.Errorf("sizes %v: %d parts, want 3: %v", sizes, parts, got)
+		}
+		if last := got[len(got)-2]; last.part || last.eol != "\r\n" {
+			t.Errorf("sizes %v: the long line's last record is %v, want eol \\r\\n and no part", sizes, last)
+		}
+	}
+}
+
+func TestPartKeepsRunesAndCR(t *testing.T) {
+	const max = 8
+	// "é" is 2 bytes; a cut at 8 bytes would tear the 4th one.
+	in := "abcdeé\xc3\xa9é\r\n"
+	got, _ := splitAll(t, Lines, []byte(in), []int{100}, max)
+	if string(join(got)) != in {
+		t.Fatalf("joined %q, want %q", join(got), in)
+	}
+	for _, m := range got {
+		if !strings.HasPrefix(in, "") || !validRunes(m.payload) {
+			t.Errorf("a part was cut inside a rune: %v", m)
+		}
+	}
+	in = "1234567\r\n"
+	got, _ = splitAll(t, Lines, []byte(in), []int{100}, max)
+	if l := got[len(got)-1]; l.eol != "\r\n" || string(join(got)) != in {
+		t.Errorf("last record %v: the CR was cut away from its LF", l)
+	}
+}
+
+func validRunes(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
+
+func lsp(body string) string { return fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(body), body) }
+
+func TestContentLengthMessages(t *testing.T) {
+	a := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`
+	b := `{"jsonrpc":"2.0","method":"initialized","params":{}}`
+	c := "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":\"é\\n\"}"
+	typed := "Content-Length: " + fmt.Sprint(len(c)) + "\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n" + c
+	in := lsp(a) + lsp(b) + typed + lsp("")
+	for _, sizes := range [][]int{{1}, {2, 3}, {17}, {len(in)}} {
+		got, mode := splitAll(t, Auto, []byte(in), sizes, MaxMessage)
+		if mode != ContentLength {
+			t.Fatalf("sizes %v: detected %v", sizes, mode)
+		}
+		want := []msg{
+			{fmt.Sprintf("Content-Length: %d\r\n\r\n", len(a)), a, "", false},
+			{fmt.Sprintf("Content-Length: %d\r\n\r\n", len(b)), b, "", false},
+			{typed[:len(typed)-len(c)], c, "", false},
+			{"Content-Length: 0\r\n\r\n", "", "", false},
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("sizes %v:\ngot  %v\nwant %v", sizes, got, want)
+		}
+	}
+}
+
+func TestDetect(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		mode Mode
+		ok   bool
+	}{
+		{"", Auto, false},
+		{"Cont", Auto, false},
+		{"content-length: 3\r\n", ContentLength, true},
+		{"CONTENT-TYPE: x\r\n", ContentLength, true},
+		{"{\"jsonrpc\"", Lines, true},
+		{"Content-Lengthy: 3", Lines, true},
+		{"hello world\n", Lines, true},
+		{"X-Foo: 1\r\n", Lines, true},
+		{" Content-Length: 3", Lines, true},
+	} {
+		m, ok := Detect([]byte(c.in))
+		if m != c.mode || ok != c.ok {
+			t.Errorf("Detect(%q) = %v, %v; want %v, %v", c.in, m, ok, c.mode, c.ok)
+		}
+	}
+}
+
+// TestContentLengthOutOfSync: bytes where a header should be (a stray print,
+// the tail of a body whose Content-Length was too short, a header without a
+// length) come out as records without a header, a line at a time, and the
+// next message is found again.
+func TestContentLengthOutOfSync(t *testing.T) {
+	good := `{"jsonrpc":"2.0","id":1,"result":null}`
+	short := `{"jsonrpc":"2.0","id":2,"result":"abc"}`
+	in := "Content-Length: 3\r\n\r\nabcdef\n" + lsp(good) + "debug: hello\n" + "Content-Length: 10\r\n\r\n" + short + lsp(good) +
+		"Content-Type: x\r\n\r\n" + lsp(good) + "Content-Length: 99999999999999999999\r\n\r\n" + lsp(good)
+	for _, sizes := range [][]int{{1}, {5, 9}, {len(in)}} {
+		got, _ := splitAll(t, ContentLength, []byte(in), sizes, MaxMessage)
+		if string(join(got)) != in {
+			t.Fatalf("sizes %v: joined %q\nwant %q", sizes, join(got), in)
+		}
+		var bodies []string
+		for _, m := range got {
+			if m.hdr != "" && m.payload == good {
+				bodies = append(bodies, m.payload)
+			}
+		}
+		if len(bodies) != 4 {
+			t.Errorf("sizes %v: %d of 4 good messages found again: %v", sizes, len(bodies), got)
+		}
+		for _, m := range got {
+			if m.hdr == "" && strings.Contains(m.payload, "Content-Length: 3") {
+				t.Errorf("sizes %v: a valid header was taken as junk: %v", sizes, m)
+			}
+		}
+	}
+}
+
+// TestContentLengthParts: a body longer than the cap comes out as parts,
+// the header on the first only, and joins back.
+func TestContentLengthParts(t *testing.T) {
+	const max = 16
+	body := `{"a":"` + strings.Repeat("é", 30) + `"}`
+	in := lsp(body) + lsp(`{}`)
+	for _, sizes := range [][]int{{1}, {7}, {1000}} {
+		got, _ := splitAll(t, ContentLength, []byte(in), sizes, max)
+		if string(join(got)) != in {
+			t.Fatalf("sizes %v: joined %q", sizes, join(got))
+		}
+		if got[0].hdr == "" || !got[0].part {
+			t.Fatalf("sizes %v: first record %v", sizes, got[0])
+		}
+		for i, m := range got[1:] {
+			if m.hdr != "" && m.payload != "{}" {
+				t.Errorf("sizes %v: record %d repeats the header: %v", sizes, i+1, m)
+			}
+			if !validRunes(m.payload) {
+				t.Errorf("sizes %v: record %d torn inside a rune: %v", sizes, i+1, m)
+			}
+		}
+		if last := got[len(got)-1]; last.payload != "{}" || last.part {
+			t.Errorf("sizes %v: last %v", sizes, last)
+		}
+	}
+}
+
+// TestContentLengthEndAndLost: a body cut short by the end of the stream
+// keeps its header; lost bytes end the message as a part and the splitter
+// looks for the next header.
+func TestContentLengthEndAndLost(t *testing.T) {
+	s := NewSplitter(ContentLength, 0)
+	var got []msg
+	emit := func(h, p []byte, eol string, part bool) { got = append(got, msg{string(h), string(p), eol, part}) }
+	s.Feed([]byte("Content-Length: 10\r\n\r\n{\"a\":"), emit)
+	s.Lost(emit)
+	s.Feed([]byte("1}"+lsp("{}")+"Content-Length: 5\r\n\r\nab"), emit)
+	s.End(emit)
+	want := []msg{{"Content-Length: 10\r\n\r\n", `{"a":`, "", true}, {"", `1}`, "", false},
+		{"Content-Length: 2\r\n\r\n", "{}", "", false}, {"Content-Length: 5\r\n\r\n", "ab", "", false}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("got  %v\nwant %v", got, want)
+	}
+}
+
+func TestWithLength(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"Content-Length: 5\r\n\r\n", "Content-Length: 123\r\n\r\n"},
+		{"content-length:5\r\nContent-Type: a\r\n\r\n", "content-length:123\r\nContent-Type: a\r\n\r\n"},
+		{"Content-Type: a\r\nContent-Length:  77 \r\n\r\n", "Content-Type: a\r\nContent-Length:  123 \r\n\r\n"},
+		{"", "Content-Length: 123\r\n\r\n"},
+	} {
+		if got := string(WithLength([]byte(c.in), 123)); got != c.want {
+			t.Errorf("WithLength(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestParseMode(t *testing.T) {
+	for in, want := range map[string]Mode{"auto": Auto, "ndjson": Lines, "content-length": ContentLength, "LSP": ContentLength} {
+		if m, err := ParseMode(in); err != nil || m != want {
+			t.Errorf("ParseMode(%q) = %v, %v", in, m, err)
+		}
+	}
+	if _, err := ParseMode("xml"); err == nil || !strings.Contains(err.Error(), "known: auto, ndjson, content-length") {
+		t.Errorf("ParseMode(xml) error %v", err)
+	}
+}
+
+// FuzzSplitter: for any byte stream cut into any chunks, with any cap and
+// any mode, what comes out concatenates back to the stream; every header
+// block emitted parses with a Content-Length; only the last record may end a
+// stream without ending itself.
+func FuzzSplitter(f *testing.F) {
+	f.Add([]byte("{\"jsonrpc\":\"2.0\",\"id\":1}\n"), []byte{3}, uint16(0), uint8(0))
+	f.Add([]byte("a\r\nb\n\nc"), []byte{1, 2}, uint16(2), uint8(1))
+	f.Add([]byte("\xef\xbb\xbf{\"a\":\"\xff\"}\r\n\r\n"), []byte{5}, uint16(4), uint8(0))
+	f.Add([]byte(lsp(`{"jsonrpc":"2.0","id":1,"result":{}}`)+lsp("{}")), []byte{1}, uint16(0), uint8(0))
+	f.Add([]byte("Content-Length: 4\r\n\r\n{}"), []byte{2}, uint16(3), uint8(2))
+	f.Add([]byte("Content-Length: 999999999999\r\n\r\n{}"), []byte{7}, uint16(0), uint8(2))
+	f.Add([]byte("Content-Length: -1\r\n\r\n{}Content-Length: 2\r\n\r\n{}"), []byte{3}, uint16(0), uint8(2))
+	f.Add([]byte("Content-Type: x\n\nContent-Length: 2\n\n{}junk\r\n"), []byte{1, 4}, uint16(5), uint8(0))
+	f.Fuzz(func(t *testing.T, data, cuts []byte, capSel uint16, modeSel uint8) {
+		max := MaxMessage
+		if capSel != 0 {
+			max = int(capSel%64) + 1
+		}
+		sizes := make([]int, len(cuts))
+		for i, c := range cuts {
+			sizes[i] = int(c) + 1
+		}
+		mode := Mode(modeSel % 3)
+		got, _ := splitAll(t, mode, data, sizes, max)
+		if j := join(got); !bytes.Equal(j, data) {
+			t.Fatalf("joined %q\nwant   %q", j, data)
+		}
+		for i, m := range got {
+			if m.hdr != "" {
+				if _, ok := ContentLengthOf([]byte(m.hdr)); !ok {
+					t.Fatalf("record %d: header %q has no Content-Length", i, m.hdr)
+				}
+			}
+			if m.eol == "" && !m.part && m.hdr == "" && i != len(got)-1 && len(m.payload) > 0 && mode == Lines {
+				t.Fatalf("record %d has no line ending but is not the last: %v", i, m)
+			}
+		}
+	})
+}
+
+func BenchmarkContentLength(b *testing.B) {
+	var buf bytes.Buffer
+	for buf.Len() < 8<<20 {
+		buf.WriteString(lsp(`{"jsonrpc":"2.0","method":"textDocument/publishDiagnostics","params":{"uri":"file:///a.go","diagnostics":[]}}`))
+	}
+	data := buf.Bytes()
+	s := NewSplitter(ContentLength, 0)
+	n := 0
+	emit := func(h, p []byte, eol string, part bool) { n++ }
+	b.SetBytes(int64(len(data)))
+	for i := 0; i < b.N; i++ {
+		for off := 0; off < len(data); off += 64 << 10 {
+			s.Feed(data[off:min(off+64<<10, len(data))], emit)
+		}
+		s.End(emit)
+	}
+}
+
+// TestContentLengthEveryOffset: a stream split in two at every offset gives
+// the same messages as the stream fed whole.
+func TestContentLengthEveryOffset(t *testing.T) {
+	in := []byte(lsp(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`) +
+		"Content-Length: 12\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n" + `{"é":"ü"}  ` +
+		"junk\r\n" + lsp("{}"))
+	whole, _ := splitAll(t, ContentLength, in, nil, MaxMessage)
+	for cut := 0; cut <= len(in); cut++ {
+		for _, mode := range []Mode{Auto, ContentLength} {
+			got, _ := splitAll(t, mode, in, []int{cut, len(in)}, MaxMessage)
+			if fmt.Sprint(got) != fmt.Sprint(whole) {
+				t.Fatalf("mode %v, cut at %d:\ngot  %v\nwant %v", mode, cut, got, whole)
+			}
+		}
+	}
+}

@@ -1,0 +1,198 @@
+package protocol
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/rpctap/rpctap/internal/framing"
+)
+
+// dapProto is the Debug Adapter Protocol: its own JSON messages (not
+// JSON-RPC) framed by Content-Length headers like LSP. The parent is the
+// development tool (client), the child the debug adapter. Every message has
+// "seq" and "type" (request, response, event); a response names its request
+// by "request_seq" and carries "command" and "success". The adapter may send
+// reverse requests (runInTerminal, startDebugging) that the client answers.
+type dapProto struct{}
+
+func (dapProto) Name() string          { return "dap" }
+func (dapProto) MaxFrame() int         { return 0 }
+func (dapProto) Framing() framing.Mode { return framing.ContentLength }
+
+// Wire: a request's id is its seq, a response names it in request_seq;
+// sequence numbers and process ids differ from run to run.
+func (dapProto) Wire() Wire {
+	return Wire{Style: StyleDAP, RequestID: "seq", ResponseID: "request_seq", Volatile: []string{
+		"/seq", "/body/processId", "/body/systemProcessId"}}
+}
+
+// dapFields are the members of a DAP message that matter.
+type dapFields struct {
+	object                    bool
+	seq, typ, command, event  []byte
+	requestSeq, success, body []byte
+	arguments, message        []byte
+}
+
+// dapMembers are the members scanDAP picks, in dapFields' order.
+var dapMembers = []string{"seq", "type", "command", "event", "request_seq", "success", "body", "arguments", "message"}
+
+func scanDAP(frame []byte) dapFields {
+	var v [9][]byte
+	f := dapFields{object: pickMembers(frame, dapMembers, v[:])}
+	f.seq, f.typ, f.command, f.event, f.requestSeq = v[0], v[1], v[2], v[3], v[4]
+	f.success, f.body, f.arguments, f.message = v[5], v[6], v[7], v[8]
+	return f
+}
+
+// Classify: a request's id is its seq, a response's id its request_seq, so
+// the Session's default per-direction pairing pairs them.
+func (dapProto) Classify(_ Dir, frame []byte) Info {
+	f := scanDAP(frame)
+	if !f.object {
+		return Info{Kind: Invalid}
+	}
+	typ, _ := rawString(f.typ)
+	switch typ {
+	case "request":
+		cmd, _ := rawString(f.command)
+		return Info{Kind: Request, Method: cmd, ID: string(f.seq)}
+	case "response":
+		cmd, _ := rawString(f.command)
+		return Info{Kind: Response, Method: cmd, ID: string(f.requestSeq)}
+	case "event":
+		ev, _ := rawString(f.event)
+		return Info{Kind: Event, Method: ev}
+	}
+	return Info{Kind: Invalid}
+}
+
+// Handshake: "the development tool ... sends an initialize request to the
+// debug adapter" first.
+func (dapProto) HandshakeDir() Dir { return FromParent }
+func (dapProto) IsHandshake(_ Dir, info Info) bool {
+	return info.Kind == Request && info.Method == "initialize"
+}
+
+// Validate checks the ProtocolMessage base shapes of the DAP specification:
+// seq (number), type; Request: command (string), arguments?; Event: event
+// (string), body?; Response: request_seq (number), success (boolean),
+// command (string), message?, body?.
+func (dapProto) Validate(_ Dir, frame []byte, info Info) []Violation {
+	var vs []Violation
+	add := func(code, ptr, format string, a ...any) {
+		vs = append(vs, Violation{Code: code, Severity: SevError, Pointer: ptr, Message: fmt.Sprintf(format, a...)})
+	}
+	f := scanDAP(frame)
+	if !f.object {
+		add("dap.not-object", "", "a DAP message must be a JSON object")
+		return vs
+	}
+	if f.seq == nil || !isInteger(f.seq) {
+		add("dap.bad-seq", "/seq", "seq must be an integer sequence number, got %s", orMissing(f.seq))
+	}
+	typ, _ := rawString(f.typ)
+	str := func(raw []byte, name string) {
+		if raw == nil || jsonType(raw) != "string" {
+			add("dap.missing-field", "/"+name, "a %s needs %q (a string), got %s", typ, name, orMissing(raw))
+		}
+	}
+	switch typ {
+	case "request":
+		str(f.command, "command")
+		if f.arguments != nil && jsonType(f.arguments) != "object" && jsonType(f.arguments) != "array" {
+			add("dap.bad-arguments", "/arguments", "arguments must be an object, got %s", jsonType(f.arguments))
+		}
+	case "event":
+		str(f.event, "event")
+	case "response":
+		str(f.command, "command")
+		if f.requestSeq == nil || !isInteger(f.requestSeq) {
+			add("dap.bad-request-seq", "/request_seq", "a response needs request_seq (the seq of its request), got %s", orMissing(f.requestSeq))
+		}
+		if f.success == nil || jsonType(f.success) != "boolean" {
+			add("dap.missing-field", "/success", "a response needs success (a boolean), got %s", orMissing(f.success))
+		}
+		if f.message != nil && jsonType(f.message) != "string" {
+			add("dap.missing-field", "/message", "message must be a string, got %s", jsonType(f.message))
+		}
+	default:
+		add("dap.bad-type", "/type", `type must be "request", "response" or "event", got %s`, orMissing(f.typ))
+	}
+	return vs
+}
+
+func orMissing(raw []byte) string {
+	if raw == nil {
+		return "nothing"
+	}
+	return excerpt(raw, 30)
+}
+
+// sniffDAP: a message with "seq" and "type":"request" and a "command" and no
+// "jsonrpc" is DAP; initialize with adapterID is DAP for sure.
+func sniffDAP(_ Dir, frame []byte) int {
+	f := scanDAP(frame)
+	if !f.object || f.seq == nil || f.typ == nil || hasMember(frame, "jsonrpc") {
+		return 0
+	}
+	typ, _ := rawString(f.typ)
+	cmd, _ := rawString(f.command)
+	switch {
+	case typ == "request" && cmd == "initialize" && memberOf(f.arguments, "adapterID") != nil:
+		return sureScore
+	case typ == "request" || typ == "response" || typ == "event":
+		return 90
+	}
+	return 0
+}
+
+func init() { register(dapProto{}, 20, sniffDAP) }
+
+// ---- lifecycle ----
+
+func (dapProto) NewLifecycle() Lifecycle { return &dapLife{} }
+
+type dapLife struct {
+	lastSeq      [2]int64
+	seqSeen      [2]bool
+	initAnswered bool
+}
+
+// DAP lifecycle codes.
+const (
+	CodeDAPSeq              = "dap.seq-order"
+	CodeDAPInitializedEarly = "dap.initialized-early"
+)
+
+func (l *dapLife) Frame(dir Dir, info Info, frame []byte) []Violation {
+	var vs []Violation
+	f := scanDAP(frame)
+	if seq, err := strconv.ParseInt(string(f.seq), 10, 64); err == nil {
+		// "seq: Sequence number of the message (also known as message
+		// ID). The seq for the first message sent by a client or debug
+		// adapter is 1, and for each subsequent message is 1 greater than
+		// the previous message sent by that actor."
+		want := l.lastSeq[dir] + 1
+		if seq != want {
+			vs = append(vs, Violation{Code: CodeDAPSeq, Severity: SevWarning, Pointer: "/seq",
+				Message: fmt.Sprintf("seq %d from the %s; the previous message from that side had seq %d, so this one should be %d", seq, sideName(dir), l.lastSeq[dir], want)})
+		}
+		l.lastSeq[dir] = seq
+	}
+	if dir == FromChild {
+		switch {
+		case info.Kind == Response && info.Method == "initialize":
+			l.initAnswered = true
+		case info.Kind == Event && info.Method == "initialized" && !l.initAnswered:
+			// "A debug adapter is expected to send this event when it is
+			// ready to accept configuration requests (but not before the
+			// initialize request has finished)."
+			vs = append(vs, Violation{Code: CodeDAPInitializedEarly, Severity: SevError,
+				Message: "the initialized event came before the initialize request finished (its response)"})
+		}
+	}
+	return vs
+}
+
+func (l *dapLife) End() []Violation { return nil }

@@ -1,0 +1,94 @@
+package viewer
+
+import (
+	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/protocol"
+)
+
+// Flow is one row of the flows view, as mitmproxy shows an HTTP exchange: a
+// request and its response, with the notifications that streamed its
+// answer in between (an ACP prompt's session/update chunks, MCP progress
+// for a tool call) folded in; or a frame that belongs to no request (a
+// notification, an event) on its own.
+type Flow struct {
+	First    uint64 // the request's record (or the lone frame's)
+	Response uint64 // its response's record; 0 while unanswered or for a lone frame
+	T        int64  // when the request was read
+	Dir      cassette.Dir
+	Kind     string // the first frame's kind
+	Method   string
+	ID       string
+	Latency  int64    // ns from the request to its response; -1 without one
+	Streamed []uint64 // records of the notifications folded into the flow
+	Summary  string   // the request's summary, then " → " and the response's
+	Error    bool     // the response reports an error
+}
+
+// Flows groups frames into flows. Feed it records in order with Add; it
+// keeps one Flow per request and per lone frame (not the frames).
+type Flows struct {
+	List []Flow
+	// open requests: per direction and id, the index of its flow, and
+	// the request's bytes (for StreamsInto) while it is open.
+	open map[flowKey]openFlow
+}
+
+type flowKey struct {
+	dir cassette.Dir
+	id  string
+}
+
+type openFlow struct {
+	i     int
+	frame []byte
+}
+
+// Add takes the next record (only frames count).
+func (fl *Flows) Add(r *cassette.Record) {
+	if r.K != cassette.KindFrame || r.Part {
+		return
+	}
+	if fl.open == nil {
+		fl.open = map[flowKey]openFlow{}
+	}
+	row := Summarize(r, r.T)
+	id := string(r.ID)
+	switch {
+	case r.Kind == string(protocol.Request) && id != "":
+		fl.List = append(fl.List, Flow{First: r.N, T: r.T, Dir: r.D, Kind: r.Kind, Method: r.Method, ID: id,
+			Latency: -1, Summary: row.Summary})
+		fl.open[flowKey{r.D, id}] = openFlow{i: len(fl.List) - 1, frame: append([]byte(nil), r.JSON...)}
+		return
+	case r.Kind == string(protocol.Response) && id != "":
+		other := cassette.DirIn
+		if r.D == cassette.DirIn {
+			other = cassette.DirOut
+		}
+		if o, ok := fl.open[flowKey{other, id}]; ok {
+			delete(fl.open, flowKey{other, id})
+			f := &fl.List[o.i]
+			f.Response, f.Latency = r.N, r.T-f.T
+			info := protocol.Info{Kind: protocol.Response, Method: f.Method, ID: id}
+			dir := protocol.DirOf(string(r.D))
+			if s := protocol.Summarize(dir, info, r.JSON); s != "" {
+				if f.Summary != "" {
+					f.Summary += " → " + s
+				} else {
+					f.Summary = "→ " + s
+				}
+			}
+			f.Error = isErrorFrame(r)
+			return
+		}
+	case r.Kind == string(protocol.Notification) || r.Kind == string(protocol.Event):
+		for _, o := range fl.open {
+			f := &fl.List[o.i]
+			if protocol.StreamsInto(f.Method, o.frame, r.Method, r.JSON) {
+				f.Streamed = append(f.Streamed, r.N)
+				return
+			}
+		}
+	}
+	fl.List = append(fl.List, Flow{First: r.N, T: r.T, Dir: r.D, Kind: r.Kind, Method: r.Method, ID: id,
+		Latency: -1, Summary: row.Summary, Error: isErrorFrame(r)})
+}
