@@ -2,13 +2,13 @@ package viewer
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/protocol"
 )
 
 // Filter selects records. The zero Filter matches everything.
@@ -208,8 +208,10 @@ func dirTest(d cassette.Dir) func(*cassette.Record, MatchInfo) bool {
 	return func(r *cassette.Record, _ MatchInfo) bool { return r.K == cassette.KindFrame && r.D == d }
 }
 
-// isErrorFrame: a response that reports an error (JSON-RPC "error", DAP or
-// opi/pi "success":false), or a frame that is not valid for its protocol.
+// isErrorFrame: a frame that reports a failure its protocol's way
+// (protocol.Failed: a JSON-RPC error, an MCP tool result with isError, a
+// success:false response, a synaps error event, a failed tool event), or
+// one that is not valid for its protocol.
 func isErrorFrame(r *cassette.Record) bool {
 	if r.K != cassette.KindFrame {
 		return false
@@ -217,21 +219,8 @@ func isErrorFrame(r *cassette.Record) bool {
 	if r.Kind == "invalid" || r.JSON == nil {
 		return true
 	}
-	if r.Kind != "response" {
-		return false
-	}
-	return bytes.Contains(r.JSON, []byte(`"error"`)) && jsonHasMember(r.JSON, "error") ||
-		bytes.Contains(r.JSON, []byte(`"success":false`))
-}
-
-// jsonHasMember reports whether the object b has a top-level member key.
-func jsonHasMember(b []byte, key string) bool {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(b, &m) != nil {
-		return false
-	}
-	_, ok := m[key]
-	return ok
+	info := protocol.Info{Kind: protocol.Kind(r.Kind), Method: r.Method, ID: string(r.ID)}
+	return protocol.Failed(protocol.DirOf(string(r.D)), info, r.JSON)
 }
 
 // NeedsAnalysis reports whether the filter asks what the analysis finds
