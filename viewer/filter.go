@@ -145,14 +145,9 @@ func parseTerm(w, lw string) (func(*cassette.Record, MatchInfo) bool, error) {
 			return strings.Contains(strings.ToLower(methodOf(r, mi)), m)
 		}, nil
 	case strings.HasPrefix(lw, "kind:") && len(w) > 5:
-		k := lw[5:]
-		switch k {
-		case "req":
-			k = "request"
-		case "resp":
-			k = "response"
-		case "notif":
-			k = "notification"
+		k, ok := kindNames[lw[5:]]
+		if !ok {
+			return nil, fmt.Errorf("%s: kind: is one of request (req), response (resp), notification (notif), event, handshake (hello), invalid, stderr, violation, header, meta, end", w)
 		}
 		return func(r *cassette.Record, _ MatchInfo) bool {
 			if r.K == cassette.KindFrame {
@@ -185,6 +180,16 @@ func parseTerm(w, lw string) (func(*cassette.Record, MatchInfo) bool, error) {
 		return nil, fmt.Errorf("%s: empty value", w)
 	}
 	return nil, nil
+}
+
+// kindNames are what kind: accepts: the frame kinds (protocol.Kind, with
+// the list's abbreviations) and the record kinds (cassette.Kind).
+var kindNames = map[string]string{
+	"request": "request", "req": "request",
+	"response": "response", "resp": "response",
+	"notification": "notification", "notif": "notification",
+	"event": "event", "handshake": "handshake", "hello": "handshake", "invalid": "invalid",
+	"stderr": "stderr", "violation": "violation", "header": "header", "meta": "meta", "end": "end",
 }
 
 func knownPrefix(lw string) bool {
