@@ -89,9 +89,9 @@ type App struct {
 	searching  bool
 	history    []int // record positions jumped from (p), for backspace
 	msg        string
-	selecting  bool // a programmatic selection is under way
+	selecting  bool  // a programmatic selection is under way
 	viewBefore *View // the view when the input line opened (Esc in the filter bar restores it)
-	lastW      int  // the screen's size at the last draw (a resize shows the selection again)
+	lastW      int   // the screen's size at the last draw (a resize shows the selection again)
 	lastH      int
 
 	// background work
