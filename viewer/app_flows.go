@@ -28,7 +28,10 @@ func (a *App) openFlows() {
 	a.flowTable.SetCell(0, 0, tview.NewTableCell("grouping frames into flows…").SetSelectable(false))
 	gen := a.flowGen.Add(1)
 	a.spawn(func() {
-		var fl Flows
+		fl := Flows{Pair: func(n uint64) (uint64, bool) {
+			p, ok := a.store.Pair(int(n))
+			return uint64(p), ok
+		}}
 		n := a.store.Len()
 		for from := 0; from < n && a.flowGen.Load() == gen && !a.Done(); {
 			recs, err := a.store.Records(from, scanBatch)

@@ -26,16 +26,18 @@ type Flow struct {
 
 // Flows groups frames into flows. Feed it records in order with Add; it
 // keeps one Flow per request and per lone frame (not the frames).
+//
+// A response joins the flow of the request the Store paired it with (Pair:
+// the analysis's pairing per connection, direction and id, or by command
+// in order for opi/pi commands without an id), so flows and the list's
+// LATENCY never disagree and the viewer pairs in one place.
 type Flows struct {
 	List []Flow
-	// open requests: per direction and id, the index of its flow, and
-	// the request's bytes (for StreamsInto) while it is open.
-	open map[flowKey]openFlow
-}
-
-type flowKey struct {
-	dir cassette.Dir
-	id  string
+	// Pair returns the record paired with record n (Store.Pair).
+	Pair func(n uint64) (uint64, bool)
+	// open requests: by the request's record number, the index of its
+	// flow and the request's bytes (for StreamsInto) while it is open.
+	open map[uint64]openFlow
 }
 
 type openFlow struct {
@@ -49,23 +51,20 @@ func (fl *Flows) Add(r *cassette.Record) {
 		return
 	}
 	if fl.open == nil {
-		fl.open = map[flowKey]openFlow{}
+		fl.open = map[uint64]openFlow{}
 	}
 	row := Summarize(r, r.T)
 	id := string(r.ID)
 	switch {
-	case r.Kind == string(protocol.Request) && id != "":
+	case r.Kind == string(protocol.Request):
 		fl.List = append(fl.List, Flow{First: r.N, T: r.T, Dir: r.D, Kind: r.Kind, Method: r.Method, ID: id,
 			Latency: -1, Summary: row.Summary})
-		fl.open[flowKey{r.D, id}] = openFlow{i: len(fl.List) - 1, frame: append([]byte(nil), r.JSON...)}
+		fl.open[r.N] = openFlow{i: len(fl.List) - 1, frame: append([]byte(nil), r.JSON...)}
 		return
-	case r.Kind == string(protocol.Response) && id != "":
-		other := cassette.DirIn
-		if r.D == cassette.DirIn {
-			other = cassette.DirOut
-		}
-		if o, ok := fl.open[flowKey{other, id}]; ok {
-			delete(fl.open, flowKey{other, id})
+	case r.Kind == string(protocol.Response) && fl.Pair != nil:
+		req, paired := fl.Pair(r.N)
+		if o, ok := fl.open[req]; ok && paired && req < r.N {
+			delete(fl.open, req)
 			f := &fl.List[o.i]
 			f.Response, f.Latency = r.N, r.T-f.T
 			info := protocol.Info{Kind: protocol.Response, Method: f.Method, ID: id}
