@@ -2,11 +2,10 @@ package viewer
 
 import "testing"
 
-// filtered applies expr to a fresh App over b's records and returns the
-// record numbers it keeps.
-func filtered(t *testing.T, b *rb, expr string) []int {
+// viewRows applies expr as h's filter, waits for the view to fill and
+// returns the record numbers it shows.
+func viewRows(t *testing.T, h *harness, expr string) []int {
 	t.Helper()
-	h := newHarness(t, NewMemSource(b.recs...), Options{})
 	f, err := ParseFilter(expr)
 	if err != nil {
 		t.Fatalf("%q: %v", expr, err)
@@ -19,6 +18,12 @@ func filtered(t *testing.T, b *rb, expr string) []int {
 		out = append(out, h.app.view.At(i))
 	}
 	return out
+}
+
+// filtered applies expr to a fresh App over b's records.
+func filtered(t *testing.T, b *rb, expr string) []int {
+	t.Helper()
+	return viewRows(t, newHarness(t, NewMemSource(b.recs...), Options{}), expr)
 }
 
 // TestFilterErrProtocolFailures: err keeps the failures each protocol
