@@ -11,18 +11,24 @@ import (
 // for a tool call) folded in; or a frame that belongs to no request (a
 // notification, an event) on its own.
 type Flow struct {
-	First    uint64 // the request's record (or the lone frame's)
-	Response uint64 // its response's record; 0 while unanswered or for a lone frame
-	T        int64  // when the request was read
-	Dir      cassette.Dir
-	Kind     string // the first frame's kind
-	Method   string
-	ID       string
-	Latency  int64    // ns from the request to its response; -1 without one
-	Streamed []uint64 // records of the notifications folded into the flow
-	Summary  string   // the request's summary, then " → " and the response's
-	Error    bool     // the response reports an error
+	First     uint64 // the request's record (or the lone frame's)
+	Response  uint64 // its response's record; 0 while unanswered or for a lone frame
+	T         int64  // when the request was read
+	Dir       cassette.Dir
+	Kind      string // the first frame's kind
+	Method    string
+	ID        string
+	Latency   int64    // ns from the request to its response; -1 without one
+	Streamed  []uint64 // records of the first flowStreamedKept notifications folded into the flow
+	StreamedN int      // how many notifications were folded into it
+	Summary   string   // the request's summary, then " → " and the response's
+	Error     bool     // the response reports an error
 }
+
+// flowStreamedKept is how many of a flow's streamed notifications it
+// remembers (the detail lists them; a long answer streamed in 100 000
+// chunks keeps a count, not 800 KB of record numbers).
+const flowStreamedKept = 50
 
 // Flows groups frames into flows. Feed it records in order with Add; it
 // keeps one Flow per request and per lone frame (not the frames).
@@ -53,12 +59,14 @@ func (fl *Flows) Add(r *cassette.Record) {
 	if fl.open == nil {
 		fl.open = map[uint64]openFlow{}
 	}
-	row := Summarize(r, r.T)
+	// The frame's summary (Summarize) is made only for the rows kept: a
+	// notification folded into a flow does not need one, and those are
+	// most frames of a streamed session.
 	id := string(r.ID)
 	switch {
 	case r.Kind == string(protocol.Request):
 		fl.List = append(fl.List, Flow{First: r.N, T: r.T, Dir: r.D, Kind: r.Kind, Method: r.Method, ID: id,
-			Latency: -1, Summary: row.Summary})
+			Latency: -1, Summary: Summarize(r, r.T).Summary})
 		fl.open[r.N] = openFlow{i: len(fl.List) - 1, frame: append([]byte(nil), r.JSON...)}
 		return
 	case r.Kind == string(protocol.Response) && fl.Pair != nil:
@@ -83,11 +91,14 @@ func (fl *Flows) Add(r *cassette.Record) {
 		for _, o := range fl.open {
 			f := &fl.List[o.i]
 			if protocol.StreamsInto(f.Method, o.frame, r.Method, r.JSON) {
-				f.Streamed = append(f.Streamed, r.N)
+				if f.StreamedN < flowStreamedKept {
+					f.Streamed = append(f.Streamed, r.N)
+				}
+				f.StreamedN++
 				return
 			}
 		}
 	}
 	fl.List = append(fl.List, Flow{First: r.N, T: r.T, Dir: r.D, Kind: r.Kind, Method: r.Method, ID: id,
-		Latency: -1, Summary: row.Summary, Error: isErrorFrame(r)})
+		Latency: -1, Summary: Summarize(r, r.T).Summary, Error: isErrorFrame(r)})
 }

@@ -1,6 +1,9 @@
 package viewer
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestFlowsPairLikeTheList: a flow's response is the one the Store paired
 // with its request (the list's LATENCY), also where ids do not say it:
@@ -58,5 +61,35 @@ func TestFlowsPairLikeTheList(t *testing.T) {
 	}
 	if got[1] != 4 || got[2] != 3 {
 		t.Errorf("flows over two connections: %v, want #1 answered by #4 (conn 1), #2 by #3 (conn 2)", got)
+	}
+}
+
+// TestFlowKeepsCountOfLongStreams: a prompt answered in 120 chunks is one
+// flow that counts them all but remembers only the first
+// flowStreamedKept; the table and the detail say 120.
+func TestFlowKeepsCountOfLongStreams(t *testing.T) {
+	b := newRB("acp")
+	b.at(ms).in(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"go"}]}}`)
+	for i := range 120 {
+		b.at(ms).out(sprintf(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"w%d "}}}}`, i))
+	}
+	b.at(ms).out(`{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}`)
+	h := newHarness(t, NewMemSource(b.recs...), Options{})
+	h.keys("o")
+	h.settle()
+	if len(h.app.flows) != 1 {
+		t.Fatalf("%d flows, want 1", len(h.app.flows))
+	}
+	f := h.app.flows[0]
+	if f.StreamedN != 120 || len(f.Streamed) != flowStreamedKept || f.Response != 122 {
+		t.Errorf("flow: %d streamed (%d kept), response #%d; want 120 (%d kept), #122", f.StreamedN, len(f.Streamed), f.Response, flowStreamedKept)
+	}
+	if row := h.screen(); !strings.Contains(row, " 120 ") {
+		t.Errorf("the STREAMED column does not say 120:\n%s", row)
+	}
+	h.app.flowTable.Select(1, 0)
+	h.keys("<enter>")
+	if d := h.app.text.GetText(true); !strings.Contains(d, "streamed: 120 notification(s)") || !strings.Contains(d, "… 70 more") {
+		t.Errorf("flow detail:\n%s", d)
 	}
 }
