@@ -17,6 +17,7 @@ import (
 // "&", all of which must hold; "!" before a term negates it.
 //
 //	m:TEXT          method or type contains TEXT (m:tools/ for every tools/ call)
+//	m=METHOD        method or type is METHOD (m= alone: frames with none)
 //	dir:in, dir:out frames parent -> child, child -> parent (also in, out, >, <)
 //	kind:K          K is request, response, notification, event, handshake,
 //	                invalid, or a record kind: stderr, violation, meta, header, end
@@ -34,6 +35,7 @@ import (
 type Filter struct {
 	Dir            cassette.Dir
 	Method         string
+	MethodExact    bool     // Method is the whole method (m=), not a part of it (m:)
 	Text           []string // lower-case words, all must appear
 	Regex          *regexp.Regexp
 	ViolationsOnly bool
@@ -94,6 +96,9 @@ func ParseFilter(expr string) (Filter, error) {
 			case strings.HasPrefix(lw, "m:") && len(w) > 2:
 				f.Method = w[2:]
 				continue
+			case strings.HasPrefix(lw, "m=") && len(w) > 2:
+				f.Method, f.MethodExact = w[2:], true
+				continue
 			case len(w) >= 2 && w[0] == '/' && w[len(w)-1] == '/':
 				re, err := regexp.Compile(w[1 : len(w)-1])
 				if err != nil {
@@ -138,6 +143,13 @@ func parseTerm(w, lw string) (func(*cassette.Record, MatchInfo) bool, error) {
 	case lw == "-aux" || lw == "aux":
 		return func(r *cassette.Record, _ MatchInfo) bool {
 			return r.K != cassette.KindFrame && r.K != cassette.KindViolation
+		}, nil
+	case strings.HasPrefix(lw, "m="):
+		// The whole method (case-insensitive); m= alone: frames that name
+		// none (and whose request named none).
+		m := w[2:]
+		return func(r *cassette.Record, mi MatchInfo) bool {
+			return r.K == cassette.KindFrame && strings.EqualFold(methodOf(r, mi), m)
 		}, nil
 	case strings.HasPrefix(lw, "m:") && len(w) > 2:
 		m := strings.ToLower(w[2:])
@@ -280,8 +292,11 @@ func (f *Filter) Match(r *cassette.Record, m MatchInfo) bool {
 	if f.Dir != "" && (r.K != cassette.KindFrame || r.D != f.Dir) {
 		return false
 	}
-	if f.Method != "" && !strings.Contains(strings.ToLower(methodOf(r, m)), strings.ToLower(f.Method)) {
-		return false
+	if f.Method != "" {
+		if method := methodOf(r, m); f.MethodExact && !strings.EqualFold(method, f.Method) ||
+			!f.MethodExact && !strings.Contains(strings.ToLower(method), strings.ToLower(f.Method)) {
+			return false
+		}
 	}
 	if f.HideChunks && IsChunk(r) {
 		return false
