@@ -1,22 +1,66 @@
 package protocol
 
+// Holder is the detect-and-hold step of judging a session, shared by Judge
+// (`rpctap check`) and the recorder: while the protocol is not known it
+// feeds each frame to a Detector, and holds what the caller gives it for the
+// frames seen so far; once the Detector decides (Add says so) or the session
+// ends undecided (Result), the caller takes the held items in order (Take)
+// and judges them, then the frame that decided, by the protocol decided. It
+// holds at most DetectFrames items: the Detector decides by then.
+//
+// A Holder is not safe for concurrent use. A sniff that panics is the
+// caller's to recover from (the recorder does).
+type Holder[T any] struct {
+	det  *Detector
+	held []T
+}
+
+// NewHolder returns a Holder that has seen nothing.
+func NewHolder[T any]() *Holder[T] { return &Holder[T]{det: NewDetector()} }
+
+// Add feeds one frame to the Detector. Until it decides, name is the best
+// guess so far and decided false (the caller may Hold an item for the
+// frame); when this frame decides, name is the protocol and decided true.
+func (h *Holder[T]) Add(dir Dir, frame []byte) (name string, decided bool) {
+	return h.det.Add(dir, frame)
+}
+
+// Hold keeps item until Take, unless DetectFrames items are held already
+// (then it reports false).
+func (h *Holder[T]) Hold(item T) bool {
+	if len(h.held) >= DetectFrames {
+		return false
+	}
+	h.held = append(h.held, item)
+	return true
+}
+
+// Take returns the items held, in order, and holds nothing more.
+func (h *Holder[T]) Take() []T {
+	held := h.held
+	h.held = nil
+	return held
+}
+
+// Result is the Detector's answer for a session that ended before it
+// decided.
+func (h *Holder[T]) Result() string { return h.det.Result() }
+
 // Judge takes one session's frames, in recorded order, through the whole
-// protocol layer: while the protocol is not known it holds the first frames
-// and feeds a Detector; once the Detector decides (or from the start, when
-// the protocol is forced) it runs the held frames, then every later one,
-// through a Session, handing each verdict to the caller. It is the loop
-// `rpctap check` runs per connection. (The recorder runs the same steps, but
-// split over two goroutines so that validation never holds up the cassette;
-// see internal/recorder.)
+// protocol layer: a Holder until the protocol is decided (or nothing, when
+// it is forced), then a Session for the held frames and every later one,
+// handing each verdict to the caller. It is the loop `rpctap check` runs
+// per connection. The recorder runs the same steps with the same Holder,
+// but validates on a goroutine of its own so that validation never holds
+// up the cassette (internal/recorder).
 //
 // A Judge is not safe for concurrent use.
 type Judge struct {
 	forced   Protocol
 	fallback string // the protocol the recording names, used when detection can only say jsonrpc or raw
-	det      *Detector
+	hold     *Holder[heldFrame]
 	sess     *Session
 	source   string // how the protocol was chosen: "flag", "detected", "header"
-	held     []heldFrame
 	closedAt uint64
 	verdict  func(Verdict)
 }
@@ -46,7 +90,7 @@ func NewJudge(forced Protocol, fallback string, verdict func(Verdict)) *Judge {
 	if forced != nil {
 		j.sess, j.source = NewSession(forced), "flag"
 	} else {
-		j.det = NewDetector()
+		j.hold = NewHolder[heldFrame]()
 	}
 	return j
 }
@@ -63,10 +107,13 @@ func (j *Judge) Frame(rec uint64, dir Dir, hdr, frame []byte) {
 		j.judge(rec, dir, hdr, frame)
 		return
 	}
-	j.held = append(j.held, heldFrame{rec, dir, append([]byte(nil), hdr...), append([]byte(nil), frame...)})
-	if _, done := j.det.Add(dir, frame); done {
-		j.decide()
+	_, decided := j.hold.Add(dir, frame)
+	if !decided {
+		j.hold.Hold(heldFrame{rec, dir, append([]byte(nil), hdr...), append([]byte(nil), frame...)})
+		return
 	}
+	j.decide()
+	j.judge(rec, dir, hdr, frame)
 }
 
 // ParentClosed tells the Judge that the parent closed the child's stdin at
@@ -100,7 +147,7 @@ func (j *Judge) Protocol() (name, source string) {
 }
 
 func (j *Judge) decide() {
-	name, src := j.det.Result(), "detected"
+	name, src := j.hold.Result(), "detected"
 	if (name == "raw" || name == "jsonrpc") && j.fallback != "" && j.fallback != name {
 		if _, err := Lookup(j.fallback); err == nil {
 			name, src = j.fallback, "header"
@@ -111,9 +158,7 @@ func (j *Judge) decide() {
 		p, _ = Lookup("raw")
 	}
 	j.sess, j.source = NewSession(p), src
-	held := j.held
-	j.held = nil
-	for _, h := range held {
+	for _, h := range j.hold.Take() {
 		j.judge(h.rec, h.dir, h.hdr, h.frame)
 	}
 }

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 )
@@ -62,5 +63,34 @@ func TestJudge(t *testing.T) {
 func TestDirOf(t *testing.T) {
 	if DirOf("in") != FromParent || DirOf("out") != FromChild || DirOf(FromParent.String()) != FromParent || DirOf(FromChild.String()) != FromChild {
 		t.Error("DirOf does not read back Dir.String")
+	}
+}
+
+// TestHolder: items are held in order until the Detector decides, at most
+// DetectFrames of them, and taken once.
+func TestHolder(t *testing.T) {
+	h := NewHolder[int]()
+	for i := 0; i < 3; i++ {
+		if name, decided := h.Add(FromChild, []byte(`{"unknown":true}`)); decided || name != "raw" {
+			t.Fatalf("frame %d: %q decided=%v", i, name, decided)
+		}
+		h.Hold(i)
+	}
+	name, decided := h.Add(FromParent, []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`))
+	if !decided || name != "acp" {
+		t.Fatalf("the ACP initialize: %q decided=%v", name, decided)
+	}
+	if got := fmt.Sprint(h.Take()); got != "[0 1 2]" {
+		t.Errorf("held %s, want [0 1 2]", got)
+	}
+	if len(h.Take()) != 0 {
+		t.Error("Take gave the items twice")
+	}
+	full := NewHolder[int]()
+	for i := 0; i < DetectFrames+3; i++ {
+		full.Hold(i)
+	}
+	if n := len(full.Take()); n != DetectFrames {
+		t.Errorf("held %d items, want at most %d", n, DetectFrames)
 	}
 }

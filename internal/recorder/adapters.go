@@ -1,7 +1,7 @@
 package recorder
 
-// Adapters to the packages the recorder depends on that are written in
-// parallel (protocol detection, redaction, the cassette writer). Each is one
+// Adapters to the packages the recorder depends on (redaction, the cassette
+// writer, the protocol registry). Each is one
 // small function so that switching to the final API touches one place.
 
 import (
@@ -22,22 +22,6 @@ type Writer interface {
 	Flush() error
 	Close() error
 }
-
-// detector guesses the protocol from the first frames.
-type detector interface {
-	// add looks at one more frame and returns the protocol's name once it is
-	// decided.
-	add(dir protocol.Dir, frame []byte) (name string, done bool)
-	// result is the best guess when the session ends before add decided.
-	result() string
-}
-
-type protoDetector struct{ d *protocol.Detector }
-
-func newDetector() detector { return protoDetector{protocol.NewDetector()} }
-
-func (p protoDetector) add(dir protocol.Dir, frame []byte) (string, bool) { return p.d.Add(dir, frame) }
-func (p protoDetector) result() string                                    { return p.d.Result() }
 
 // lookupProtocol returns the rules for a protocol name.
 func lookupProtocol(name string) (protocol.Protocol, error) { return protocol.Lookup(name) }

@@ -154,8 +154,10 @@ type Recorder struct {
 	conns      map[int]*connState
 	batch      int // payload bytes since the last flush
 	rec        cassette.Record
-	det        detector
-	detFrames  []valJob // frames seen before the protocol was known (for the validator)
+	// hold detects the protocol from the first frames and holds their
+	// validation jobs until it is decided (protocol.Holder, the step
+	// `rpctap check` shares); nil once decided, or when forced.
+	detect *protocol.Holder[valJob]
 	proto      protocol.Protocol
 	protoName  string
 	classifyOK bool          // false after Classify panicked
@@ -283,7 +285,7 @@ func New(w Writer, opts ...Option) *Recorder {
 			r.setProtocol(p)
 		}
 	} else {
-		r.det = newDetector()
+		r.detect = protocol.NewHolder[valJob]()
 	}
 	go r.validate()
 	go r.run()
@@ -595,13 +597,13 @@ func (r *Recorder) finish() {
 	for conn, cs := range r.conns {
 		r.endStreams(conn, cs)
 	}
-	if r.det != nil && r.proto == nil && r.stats.Frames > 0 {
-		if r.detected(r.det.result(), r.lastT) {
-			for _, j := range r.detFrames {
+	if r.detect != nil && r.proto == nil && r.stats.Frames > 0 {
+		held := r.detect.Take()
+		if r.detected(r.detect.Result(), r.lastT) {
+			for _, j := range held {
 				r.queueValidation(j)
 			}
 		}
-		r.detFrames = nil
 	}
 	for conn, n := range r.stdinClosed {
 		r.queueValidation(valJob{conn: conn, n: n, closed: true})

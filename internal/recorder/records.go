@@ -182,7 +182,7 @@ func (r *Recorder) line(conn int, stream tap.Stream, t int64, hdr, payload []byt
 		}
 		r.queueValidation(j)
 	case keep:
-		r.detFrames = append(r.detFrames, valJob{conn: conn, n: r.rec.N, dir: dir, frame: bytes.Clone(payload), valid: verbatim,
+		r.detect.Hold(valJob{conn: conn, n: r.rec.N, dir: dir, frame: bytes.Clone(payload), valid: verbatim,
 			hdr: jobHdr, partial: partial})
 	}
 }
@@ -193,10 +193,10 @@ func (r *Recorder) line(conn int, stream tap.Stream, t int64, hdr, payload []byt
 // record is written before the frame and the frames kept so far go to the
 // validator, in order, ahead of this one.
 func (r *Recorder) judge(conn int, t int64, dir protocol.Dir, frame []byte) (info protocol.Info, validate, keep bool) {
-	if r.proto == nil && r.det != nil {
+	if r.proto == nil && r.detect != nil {
 		name, done := r.safeDetect(dir, frame)
 		if !done {
-			keep = r.det != nil && len(r.detFrames) < protocol.DetectFrames
+			keep = r.detect != nil
 			// Classify by the best guess so far; the frame is validated
 			// once the protocol is decided.
 			if p, err := lookupProtocol(name); err == nil && name != "" {
@@ -204,13 +204,13 @@ func (r *Recorder) judge(conn int, t int64, dir protocol.Dir, frame []byte) (inf
 			}
 			return protocol.Info{}, false, keep
 		}
+		held := r.detect.Take()
 		if !r.detected(name, t) {
 			return protocol.Info{}, false, false
 		}
-		for _, j := range r.detFrames {
+		for _, j := range held {
 			r.queueValidation(j)
 		}
-		r.detFrames = nil
 		return r.classify(conn, dir, frame), r.validating, false
 	}
 	if r.proto == nil {
@@ -223,18 +223,18 @@ func (r *Recorder) safeDetect(dir protocol.Dir, frame []byte) (name string, done
 	defer func() {
 		if p := recover(); p != nil {
 			r.warn("detect", fmt.Sprintf("protocol detection failed (%v); frames are recorded unclassified", p))
-			r.det = nil
+			r.detect = nil
 			name, done = "", false
 		}
 	}()
-	return r.det.add(dir, frame)
+	return r.detect.Add(dir, frame)
 }
 
 // detected sets the protocol found by detection and writes a meta record
 // for it.
 func (r *Recorder) detected(name string, t int64) bool {
 	p, err := lookupProtocol(name)
-	r.det = nil
+	r.detect = nil
 	if err != nil {
 		r.warn("protocol", fmt.Sprintf("detected protocol %q: %v", name, err))
 		return false
