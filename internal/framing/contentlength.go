@@ -211,15 +211,36 @@ func (s *Splitter) emitBody(emit Func, part bool) {
 // an empty line) and returns its Content-Length. ok is false when there is
 // none, or it is not a decimal number of bytes a stream could carry.
 func ContentLengthOf(hdr []byte) (n int64, ok bool) {
-	for _, f := range HeaderFields(hdr) {
-		if !bytes.EqualFold([]byte(f.Name), []byte("Content-Length")) {
+	// No allocation: this runs for every message the recorder splits.
+	for len(hdr) > 0 {
+		line := hdr
+		if i := bytes.IndexByte(hdr, '\n'); i >= 0 {
+			line, hdr = hdr[:i], hdr[i+1:]
+		} else {
+			hdr = nil
+		}
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		if len(line) == 0 {
+			break
+		}
+		name, colon := headerName(line)
+		if !colon || !bytes.EqualFold(name, []byte("Content-Length")) {
 			continue
 		}
-		v, err := strconv.ParseInt(f.Value, 10, 64)
-		if err != nil || v < 0 || v > maxContentLength || f.Value == "" || f.Value[0] == '+' {
+		v := bytes.TrimSpace(line[len(name)+1:])
+		if len(v) == 0 || len(v) > 19 {
 			return 0, false
 		}
-		return v, true
+		for _, c := range v {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			n = n*10 + int64(c-'0')
+		}
+		if n > maxContentLength {
+			return 0, false
+		}
+		return n, true
 	}
 	return 0, false
 }
