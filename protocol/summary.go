@@ -276,3 +276,31 @@ func StreamsInto(req string, reqFrame []byte, notif string, frame []byte) bool {
 	}
 	return false
 }
+
+// Failed reports whether a frame reports a failure, whichever way its
+// protocol says it: a JSON-RPC error response (JSON-RPC 2.0 section 5: an
+// "error" object instead of "result"); an MCP tool result with "isError":
+// true (the tool ran and failed: MCP spec, Tools, "Error Handling"); a
+// response with "success": false (DAP Response; pi and opi RPC responses);
+// a synaps "error" event; a tool-execution event that says it failed (pi
+// tool_execution_end "isError", opi ToolExecutionEnd "is_error"). Like
+// Summarize it reads only the members it needs. Invalid frames are the
+// caller's business (info.Kind == Invalid).
+func Failed(dir Dir, info Info, frame []byte) bool {
+	if len(frame) == 0 || frame[0] != '{' {
+		return false
+	}
+	if e := memberOf(frame, "error"); len(e) > 0 && e[0] == '{' && memberOf(frame, "result") == nil {
+		return true
+	}
+	if string(memberOf(memberOf(frame, "result"), "isError")) == "true" {
+		return true
+	}
+	if string(memberOf(frame, "success")) == "false" {
+		return true
+	}
+	if dir == FromChild && str(memberOf(frame, "type")) == "error" {
+		return true
+	}
+	return string(firstMember(frame, "isError", "is_error")) == "true"
+}

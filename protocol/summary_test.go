@@ -80,3 +80,31 @@ func TestStreamsInto(t *testing.T) {
 		}
 	}
 }
+
+func TestFailed(t *testing.T) {
+	for _, c := range []struct {
+		dir   Dir
+		frame string
+		want  bool
+	}{
+		{FromChild, `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"x"}}`, true},
+		{FromChild, `{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}`, false},
+		{FromChild, `{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true}}`, true},
+		{FromChild, `{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":false}}`, false},
+		{FromChild, `{"jsonrpc":"2.0","id":1,"result":{"error":"a tool's own text"}}`, false},
+		{FromChild, `{"type":"response","command":"prompt","success":false,"error":"no key"}`, true},
+		{FromChild, `{"type":"response","command":"get_state","success":true}`, false},
+		{FromChild, `{"seq":3,"type":"response","request_seq":2,"command":"launch","success":false,"message":"x"}`, true},
+		{FromChild, `{"type":"tool_execution_end","toolName":"bash","isError":true}`, true},
+		{FromChild, `{"type":"ToolExecutionEnd","tool_name":"read","is_error":false}`, false},
+		{FromChild, `{"type":"ToolExecutionEnd","tool_name":"read","is_error":true}`, true},
+		{FromChild, `{"type":"error","id":"10","message":"provider returned 529"}`, true},
+		{FromParent, `{"type":"error"}`, false}, // a parent's command named error is not a failure report
+		{FromChild, `not json`, false},
+		{FromChild, `[1]`, false},
+	} {
+		if got := Failed(c.dir, Info{}, []byte(c.frame)); got != c.want {
+			t.Errorf("%s %s: Failed = %v, want %v", c.dir, c.frame, got, c.want)
+		}
+	}
+}

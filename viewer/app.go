@@ -89,7 +89,10 @@ type App struct {
 	searching  bool
 	history    []int // record positions jumped from (p), for backspace
 	msg        string
-	selecting  bool // a programmatic selection is under way
+	selecting  bool  // a programmatic selection is under way
+	viewBefore *View // the view when the input line opened (Esc in the filter bar restores it)
+	lastW      int   // the screen's size at the last draw (a resize shows the selection again)
+	lastH      int
 
 	// background work
 	jobs       atomic.Int64
@@ -139,7 +142,6 @@ func (a *App) build() {
 	a.table = tview.NewTable().SetContent(a.content).SetFixed(1, 0).SetSelectable(true, false).SetSeparator(' ')
 	a.table.SetSelectedStyle(tcell.StyleDefault.Background(selectedBG).Foreground(tcell.ColorWhite))
 	a.table.SetSelectionChangedFunc(a.onSelectionChanged)
-	a.content.width = func() int { _, _, w, _ := a.table.GetInnerRect(); return w }
 
 	a.detail = tview.NewTextView().SetDynamicColors(true).SetWrap(true).SetScrollable(true)
 	a.detail.SetBorder(true).SetTitle(" detail ").SetTitleAlign(tview.AlignLeft)
@@ -170,7 +172,28 @@ func (a *App) build() {
 	a.root = tview.NewPages().AddPage("main", layout, true, true).AddPage("help", overlay, true, false)
 	a.tv.SetRoot(a.root, true).SetFocus(a.table)
 	a.tv.SetInputCapture(a.handleKey)
-	a.tv.SetBeforeDrawFunc(func(tcell.Screen) bool { a.content.invalidate(); a.refreshStatus(); return false })
+	a.tv.SetBeforeDrawFunc(a.beforeDraw)
+}
+
+// beforeDraw runs on the UI goroutine before each draw: rows are rendered
+// afresh (the analysis may have paired or marked some since), the columns
+// are fitted to the screen's width, and after a resize the selected row is
+// selected again, because tview brings a selection into view only when it
+// is made.
+func (a *App) beforeDraw(scr tcell.Screen) bool {
+	a.content.invalidate()
+	a.refreshStatus()
+	w, h := scr.Size()
+	off, _ := a.table.GetOffset()
+	a.content.fit(w, off, h)
+	if w != a.lastW || h != a.lastH {
+		resized := a.lastW != 0
+		a.lastW, a.lastH = w, h
+		if row, _ := a.table.GetSelection(); resized && row >= 1 {
+			a.selectRow(row)
+		}
+	}
+	return false
 }
 
 // Run shows the App on its screen until the user quits.

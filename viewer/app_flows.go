@@ -2,6 +2,7 @@ package viewer
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/gdamore/tcell/v2"
@@ -28,7 +29,10 @@ func (a *App) openFlows() {
 	a.flowTable.SetCell(0, 0, tview.NewTableCell("grouping frames into flows…").SetSelectable(false))
 	gen := a.flowGen.Add(1)
 	a.spawn(func() {
-		var fl Flows
+		fl := Flows{Pair: func(n uint64) (uint64, bool) {
+			p, ok := a.store.Pair(int(n))
+			return uint64(p), ok
+		}}
 		n := a.store.Len()
 		for from := 0; from < n && a.flowGen.Load() == gen && !a.Done(); {
 			recs, err := a.store.Records(from, scanBatch)
@@ -54,22 +58,65 @@ func (a *App) openFlows() {
 func (a *App) fillFlowTable() {
 	t := a.flowTable
 	t.Clear()
-	for c, h := range flowColumns {
-		cell := tview.NewTableCell(h).SetSelectable(false).SetStyle(headerStyle)
-		if c == len(flowColumns)-1 {
+	t.SetContent(&flowContent{flows: a.flows})
+	if len(a.flows) > 0 {
+		// Start at the flow of the frame selected in the list.
+		pos := a.selectedPos()
+		row := sort.Search(len(a.flows), func(i int) bool { return int(a.flows[i].First) > pos })
+		t.Select(max(row, 1), 0)
+	}
+	a.refreshStatus()
+}
+
+// flowContent is the flows table as a virtual tview.TableContent: cells
+// are made for the rows on screen only, so a cassette of a million flows
+// costs the flows (Flow values), not eight tview cells each.
+type flowContent struct {
+	tview.TableContentReadOnly
+	flows []Flow
+}
+
+func (c *flowContent) GetRowCount() int    { return 1 + len(c.flows) }
+func (c *flowContent) GetColumnCount() int { return len(flowColumns) }
+
+func (c *flowContent) GetCell(row, col int) *tview.TableCell {
+	if col < 0 || col >= len(flowColumns) || row < 0 || row > len(c.flows) {
+		return nil
+	}
+	if row == 0 {
+		cell := tview.NewTableCell(flowColumns[col]).SetSelectable(false).SetStyle(headerStyle)
+		if col == len(flowColumns)-1 {
 			cell.SetExpansion(1)
 		}
-		t.SetCell(0, c, cell)
+		return cell
 	}
-	for i, f := range a.flows {
-		color := colorOut
-		arrow := "←"
-		if f.Dir == "in" {
-			color, arrow = colorIn, "→"
+	f := &c.flows[row-1]
+	color := colorOut
+	arrow := "←"
+	if f.Dir == "in" {
+		color, arrow = colorIn, "→"
+	}
+	if f.Error {
+		color = colorViolation
+	}
+	switch col {
+	case 0:
+		return tview.NewTableCell(fmt.Sprint(f.First)).SetTextColor(colorDim).SetAlign(tview.AlignRight)
+	case 1:
+		return tview.NewTableCell(FormatClock(f.T)).SetTextColor(colorPlain).SetAlign(tview.AlignRight)
+	case 2:
+		return tview.NewTableCell(arrow).SetTextColor(color)
+	case 3:
+		return tview.NewTableCell(tview.Escape(f.Method)).SetTextColor(color).SetMaxWidth(32)
+	case 4:
+		return tview.NewTableCell(tview.Escape(f.ID)).SetTextColor(colorPlain).SetMaxWidth(12)
+	case 5:
+		streamed := ""
+		if f.StreamedN > 0 {
+			streamed = fmt.Sprint(f.StreamedN)
 		}
-		if f.Error {
-			color = colorViolation
-		}
+		return tview.NewTableCell(streamed).SetTextColor(colorDim).SetAlign(tview.AlignRight)
+	case 6:
 		lat := ""
 		switch {
 		case f.Latency >= 0:
@@ -77,35 +124,9 @@ func (a *App) fillFlowTable() {
 		case f.Kind == "request":
 			lat = "…"
 		}
-		streamed := ""
-		if len(f.Streamed) > 0 {
-			streamed = fmt.Sprint(len(f.Streamed))
-		}
-		cells := []*tview.TableCell{
-			tview.NewTableCell(fmt.Sprint(f.First)).SetTextColor(colorDim).SetAlign(tview.AlignRight),
-			tview.NewTableCell(FormatClock(f.T)).SetTextColor(colorPlain).SetAlign(tview.AlignRight),
-			tview.NewTableCell(arrow).SetTextColor(color),
-			tview.NewTableCell(tview.Escape(f.Method)).SetTextColor(color).SetMaxWidth(32),
-			tview.NewTableCell(tview.Escape(f.ID)).SetTextColor(colorPlain).SetMaxWidth(12),
-			tview.NewTableCell(streamed).SetTextColor(colorDim).SetAlign(tview.AlignRight),
-			tview.NewTableCell(lat).SetTextColor(colorPlain).SetAlign(tview.AlignRight),
-			tview.NewTableCell(tview.Escape(f.Summary)).SetTextColor(color).SetExpansion(1),
-		}
-		for c, cell := range cells {
-			t.SetCell(i+1, c, cell)
-		}
+		return tview.NewTableCell(lat).SetTextColor(colorPlain).SetAlign(tview.AlignRight)
 	}
-	if len(a.flows) > 0 {
-		// Start at the flow of the frame selected in the list.
-		pos, row := a.selectedPos(), 1
-		for i, f := range a.flows {
-			if int(f.First) <= pos {
-				row = i + 1
-			}
-		}
-		t.Select(row, 0)
-	}
-	a.refreshStatus()
+	return tview.NewTableCell(tview.Escape(f.Summary)).SetTextColor(color).SetExpansion(1)
 }
 
 // selectedFlow is the flow under the cursor, or nil.
@@ -137,18 +158,17 @@ func (a *App) showFlow() {
 		b.WriteString("\n")
 	}
 	part("request", f.First)
-	if n := len(f.Streamed); n > 0 {
+	if n := f.StreamedN; n > 0 {
 		fmt.Fprintf(&b, "[yellow::b]streamed: %d notification(s)[-:-:-]\n", n)
-		for i, pos := range f.Streamed {
-			if i == 50 {
-				fmt.Fprintf(&b, "  … %d more\n", n-i)
-				break
-			}
+		for _, pos := range f.Streamed {
 			if r, ok := a.store.Record(int(pos)); ok {
 				a.store.classify.Fill(&r)
 				row := Summarize(&r, r.T)
 				fmt.Fprintf(&b, "  #%-6d %s  %s\n", pos, FormatClock(r.T), tview.Escape(row.Summary))
 			}
+		}
+		if n > len(f.Streamed) {
+			fmt.Fprintf(&b, "  … %d more\n", n-len(f.Streamed))
 		}
 		b.WriteString("\n")
 	}

@@ -15,6 +15,7 @@ import (
 
 func (a *App) openInput(kind, label, text string) {
 	a.inputKind = kind
+	a.viewBefore = a.view // Esc in the filter bar goes back to it
 	a.input.SetLabel(label).SetText(text)
 	a.bottom.SwitchToPage("input")
 	a.tv.SetFocus(a.input)
@@ -50,12 +51,22 @@ func (a *App) onInputDone(key tcell.Key) {
 	kind, text := a.inputKind, strings.TrimSpace(a.input.GetText())
 	a.closeInput()
 	if key != tcell.KeyEnter {
+		if kind == "filter" && a.viewBefore != nil && a.view != a.viewBefore {
+			// Esc cancels: the list followed the typing, now it goes back
+			// to the filter in force when the bar opened.
+			a.setView(a.viewBefore, a.selectedPos())
+		}
 		return
 	}
 	switch kind {
 	case "filter":
 		f, err := ParseFilter(text)
 		if err != nil {
+			if a.viewBefore != nil && a.view != a.viewBefore {
+				// Keep the filter in force before the bar opened, not a
+				// half-typed prefix of the bad expression.
+				a.setView(a.viewBefore, a.selectedPos())
+			}
 			a.msg = err.Error()
 			return
 		}

@@ -211,7 +211,7 @@ func HelpText() string {
   d                dim stderr lines and process events
 
 [yellow::b]Filter and search[-:-:-]
-  f                filter as you type: m:METHOD dir:in|out kind:K id:ID
+  f                filter as you type: m:PART m=METHOD dir:in|out kind:K id:ID
                    err slow>100ms chunk v -aux /REGEXP/ free text;
                    ! negates, & or space joins; empty clears
   v                toggle violations only

@@ -254,21 +254,7 @@ func TestSearchNextPrevious(t *testing.T) {
 // conjunction, on the ACP sample session.
 func TestFilterLanguage(t *testing.T) {
 	h := newHarness(t, NewMemSource(acpSession()...), Options{})
-	rows := func(expr string) []int {
-		t.Helper()
-		f, err := ParseFilter(expr)
-		if err != nil {
-			t.Fatalf("%q: %v", expr, err)
-		}
-		h.app.setView(NewView(f), 0)
-		h.app.kickFill(h.app.view)
-		h.settle()
-		var out []int
-		for i := 0; i < h.app.view.Len(h.app.store); i++ {
-			out = append(out, h.app.view.At(i))
-		}
-		return out
-	}
+	rows := func(expr string) []int { t.Helper(); return viewRows(t, h, expr) }
 	for _, c := range []struct {
 		expr string
 		want []int

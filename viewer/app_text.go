@@ -3,6 +3,7 @@ package viewer
 import (
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // The text pane's views: the transcript and the statistics, whose rows
@@ -153,7 +154,7 @@ func (a *App) actOnTarget() {
 		if err != nil || i >= len(a.statsMethods) {
 			return
 		}
-		f, err := ParseFilter("m:" + a.statsMethods[i])
+		f, err := ParseFilter(statsFilter(a.statsMethods[i]))
 		if err != nil {
 			return
 		}
@@ -179,4 +180,15 @@ func (a *App) showStats() {
 	}
 	a.text.SetText(s)
 	a.highlightTarget(false)
+}
+
+// statsFilter is the filter for a statistics row: its method exactly
+// (m:initialize would also keep notifications/initialized), or for the
+// rows of frames that name no method, "(response)" and the like, the
+// frames of that kind without one.
+func statsFilter(method string) string {
+	if strings.HasPrefix(method, "(") && strings.HasSuffix(method, ")") {
+		return "kind:" + method[1:len(method)-1] + " m="
+	}
+	return "m=" + method
 }

@@ -158,7 +158,8 @@ func heapPeak(stop <-chan struct{}, peak *atomic.Uint64, wg *sync.WaitGroup) {
 // record, and the peak heap in use meanwhile (the background analysis
 // runs concurrently, as it does for a user). With RPCTAP_BENCH_SCAN=1 it
 // also waits for the analysis to read the whole cassette and reports that
-// time and the peak heap of the whole run.
+// time and the peak heap of the whole run; with RPCTAP_BENCH_FLOWS=1 it
+// opens the flows view (o) and reports its time, flow count and peak heap.
 //
 //	RPCTAP_BENCH_SIZE=1GiB go test ./viewer -run '^$' -bench ViewLarge -benchtime 1x
 func BenchmarkViewLarge(b *testing.B) {
@@ -216,6 +217,23 @@ func BenchmarkViewLarge(b *testing.B) {
 			if st := app.store.Stats(); st.Records != src.Len() {
 				b.Fatalf("analysis saw %d of %d records", st.Records, src.Len())
 			}
+		}
+		if os.Getenv("RPCTAP_BENCH_FLOWS") == "1" {
+			// The flows view folds the whole cassette (o).
+			runtime.GC()
+			peak.Store(0)
+			start = time.Now()
+			app.Key(tcell.NewEventKey(tcell.KeyRune, 'o', tcell.ModNone))
+			if err := app.Settle(time.Hour); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(time.Since(start).Seconds(), "flows-s")
+			b.ReportMetric(float64(len(app.flows)), "flows")
+			b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-flows-MiB")
+			runtime.GC()
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			b.ReportMetric(float64(m.HeapInuse)/(1<<20), "live-heap-flows-MiB")
 		}
 		close(stop)
 		wg.Wait()

@@ -2,13 +2,13 @@ package viewer
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/protocol"
 )
 
 // Filter selects records. The zero Filter matches everything.
@@ -17,6 +17,7 @@ import (
 // "&", all of which must hold; "!" before a term negates it.
 //
 //	m:TEXT          method or type contains TEXT (m:tools/ for every tools/ call)
+//	m=METHOD        method or type is METHOD (m= alone: frames with none)
 //	dir:in, dir:out frames parent -> child, child -> parent (also in, out, >, <)
 //	kind:K          K is request, response, notification, event, handshake,
 //	                invalid, or a record kind: stderr, violation, meta, header, end
@@ -34,6 +35,7 @@ import (
 type Filter struct {
 	Dir            cassette.Dir
 	Method         string
+	MethodExact    bool     // Method is the whole method (m=), not a part of it (m:)
 	Text           []string // lower-case words, all must appear
 	Regex          *regexp.Regexp
 	ViolationsOnly bool
@@ -94,6 +96,9 @@ func ParseFilter(expr string) (Filter, error) {
 			case strings.HasPrefix(lw, "m:") && len(w) > 2:
 				f.Method = w[2:]
 				continue
+			case strings.HasPrefix(lw, "m=") && len(w) > 2:
+				f.Method, f.MethodExact = w[2:], true
+				continue
 			case len(w) >= 2 && w[0] == '/' && w[len(w)-1] == '/':
 				re, err := regexp.Compile(w[1 : len(w)-1])
 				if err != nil {
@@ -139,20 +144,22 @@ func parseTerm(w, lw string) (func(*cassette.Record, MatchInfo) bool, error) {
 		return func(r *cassette.Record, _ MatchInfo) bool {
 			return r.K != cassette.KindFrame && r.K != cassette.KindViolation
 		}, nil
+	case strings.HasPrefix(lw, "m="):
+		// The whole method (case-insensitive); m= alone: frames that name
+		// none (and whose request named none).
+		m := w[2:]
+		return func(r *cassette.Record, mi MatchInfo) bool {
+			return r.K == cassette.KindFrame && strings.EqualFold(methodOf(r, mi), m)
+		}, nil
 	case strings.HasPrefix(lw, "m:") && len(w) > 2:
 		m := strings.ToLower(w[2:])
 		return func(r *cassette.Record, mi MatchInfo) bool {
 			return strings.Contains(strings.ToLower(methodOf(r, mi)), m)
 		}, nil
 	case strings.HasPrefix(lw, "kind:") && len(w) > 5:
-		k := lw[5:]
-		switch k {
-		case "req":
-			k = "request"
-		case "resp":
-			k = "response"
-		case "notif":
-			k = "notification"
+		k, ok := kindNames[lw[5:]]
+		if !ok {
+			return nil, fmt.Errorf("%s: kind: is one of request (req), response (resp), notification (notif), event, handshake (hello), invalid, stderr, violation, header, meta, end", w)
 		}
 		return func(r *cassette.Record, _ MatchInfo) bool {
 			if r.K == cassette.KindFrame {
@@ -187,6 +194,16 @@ func parseTerm(w, lw string) (func(*cassette.Record, MatchInfo) bool, error) {
 	return nil, nil
 }
 
+// kindNames are what kind: accepts: the frame kinds (protocol.Kind, with
+// the list's abbreviations) and the record kinds (cassette.Kind).
+var kindNames = map[string]string{
+	"request": "request", "req": "request",
+	"response": "response", "resp": "response",
+	"notification": "notification", "notif": "notification",
+	"event": "event", "handshake": "handshake", "hello": "handshake", "invalid": "invalid",
+	"stderr": "stderr", "violation": "violation", "header": "header", "meta": "meta", "end": "end",
+}
+
 func knownPrefix(lw string) bool {
 	for _, p := range []string{"m:", "kind:", "id:", "dir:"} {
 		if lw == p {
@@ -208,8 +225,10 @@ func dirTest(d cassette.Dir) func(*cassette.Record, MatchInfo) bool {
 	return func(r *cassette.Record, _ MatchInfo) bool { return r.K == cassette.KindFrame && r.D == d }
 }
 
-// isErrorFrame: a response that reports an error (JSON-RPC "error", DAP or
-// opi/pi "success":false), or a frame that is not valid for its protocol.
+// isErrorFrame: a frame that reports a failure its protocol's way
+// (protocol.Failed: a JSON-RPC error, an MCP tool result with isError, a
+// success:false response, a synaps error event, a failed tool event), or
+// one that is not valid for its protocol.
 func isErrorFrame(r *cassette.Record) bool {
 	if r.K != cassette.KindFrame {
 		return false
@@ -217,21 +236,8 @@ func isErrorFrame(r *cassette.Record) bool {
 	if r.Kind == "invalid" || r.JSON == nil {
 		return true
 	}
-	if r.Kind != "response" {
-		return false
-	}
-	return bytes.Contains(r.JSON, []byte(`"error"`)) && jsonHasMember(r.JSON, "error") ||
-		bytes.Contains(r.JSON, []byte(`"success":false`))
-}
-
-// jsonHasMember reports whether the object b has a top-level member key.
-func jsonHasMember(b []byte, key string) bool {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(b, &m) != nil {
-		return false
-	}
-	_, ok := m[key]
-	return ok
+	info := protocol.Info{Kind: protocol.Kind(r.Kind), Method: r.Method, ID: string(r.ID)}
+	return protocol.Failed(protocol.DirOf(string(r.D)), info, r.JSON)
 }
 
 // NeedsAnalysis reports whether the filter asks what the analysis finds
@@ -286,8 +292,11 @@ func (f *Filter) Match(r *cassette.Record, m MatchInfo) bool {
 	if f.Dir != "" && (r.K != cassette.KindFrame || r.D != f.Dir) {
 		return false
 	}
-	if f.Method != "" && !strings.Contains(strings.ToLower(methodOf(r, m)), strings.ToLower(f.Method)) {
-		return false
+	if f.Method != "" {
+		if method := methodOf(r, m); f.MethodExact && !strings.EqualFold(method, f.Method) ||
+			!f.MethodExact && !strings.Contains(strings.ToLower(method), strings.ToLower(f.Method)) {
+			return false
+		}
 	}
 	if f.HideChunks && IsChunk(r) {
 		return false

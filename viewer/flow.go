@@ -11,31 +11,39 @@ import (
 // for a tool call) folded in; or a frame that belongs to no request (a
 // notification, an event) on its own.
 type Flow struct {
-	First    uint64 // the request's record (or the lone frame's)
-	Response uint64 // its response's record; 0 while unanswered or for a lone frame
-	T        int64  // when the request was read
-	Dir      cassette.Dir
-	Kind     string // the first frame's kind
-	Method   string
-	ID       string
-	Latency  int64    // ns from the request to its response; -1 without one
-	Streamed []uint64 // records of the notifications folded into the flow
-	Summary  string   // the request's summary, then " → " and the response's
-	Error    bool     // the response reports an error
+	First     uint64 // the request's record (or the lone frame's)
+	Response  uint64 // its response's record; 0 while unanswered or for a lone frame
+	T         int64  // when the request was read
+	Dir       cassette.Dir
+	Kind      string // the first frame's kind
+	Method    string
+	ID        string
+	Latency   int64    // ns from the request to its response; -1 without one
+	Streamed  []uint64 // records of the first flowStreamedKept notifications folded into the flow
+	StreamedN int      // how many notifications were folded into it
+	Summary   string   // the request's summary, then " → " and the response's
+	Error     bool     // the response reports an error
 }
+
+// flowStreamedKept is how many of a flow's streamed notifications it
+// remembers (the detail lists them; a long answer streamed in 100 000
+// chunks keeps a count, not 800 KB of record numbers).
+const flowStreamedKept = 50
 
 // Flows groups frames into flows. Feed it records in order with Add; it
 // keeps one Flow per request and per lone frame (not the frames).
+//
+// A response joins the flow of the request the Store paired it with (Pair:
+// the analysis's pairing per connection, direction and id, or by command
+// in order for opi/pi commands without an id), so flows and the list's
+// LATENCY never disagree and the viewer pairs in one place.
 type Flows struct {
 	List []Flow
-	// open requests: per direction and id, the index of its flow, and
-	// the request's bytes (for StreamsInto) while it is open.
-	open map[flowKey]openFlow
-}
-
-type flowKey struct {
-	dir cassette.Dir
-	id  string
+	// Pair returns the record paired with record n (Store.Pair).
+	Pair func(n uint64) (uint64, bool)
+	// open requests: by the request's record number, the index of its
+	// flow and the request's bytes (for StreamsInto) while it is open.
+	open map[uint64]openFlow
 }
 
 type openFlow struct {
@@ -49,23 +57,22 @@ func (fl *Flows) Add(r *cassette.Record) {
 		return
 	}
 	if fl.open == nil {
-		fl.open = map[flowKey]openFlow{}
+		fl.open = map[uint64]openFlow{}
 	}
-	row := Summarize(r, r.T)
+	// The frame's summary (Summarize) is made only for the rows kept: a
+	// notification folded into a flow does not need one, and those are
+	// most frames of a streamed session.
 	id := string(r.ID)
 	switch {
-	case r.Kind == string(protocol.Request) && id != "":
+	case r.Kind == string(protocol.Request):
 		fl.List = append(fl.List, Flow{First: r.N, T: r.T, Dir: r.D, Kind: r.Kind, Method: r.Method, ID: id,
-			Latency: -1, Summary: row.Summary})
-		fl.open[flowKey{r.D, id}] = openFlow{i: len(fl.List) - 1, frame: append([]byte(nil), r.JSON...)}
+			Latency: -1, Summary: Summarize(r, r.T).Summary})
+		fl.open[r.N] = openFlow{i: len(fl.List) - 1, frame: append([]byte(nil), r.JSON...)}
 		return
-	case r.Kind == string(protocol.Response) && id != "":
-		other := cassette.DirIn
-		if r.D == cassette.DirIn {
-			other = cassette.DirOut
-		}
-		if o, ok := fl.open[flowKey{other, id}]; ok {
-			delete(fl.open, flowKey{other, id})
+	case r.Kind == string(protocol.Response) && fl.Pair != nil:
+		req, paired := fl.Pair(r.N)
+		if o, ok := fl.open[req]; ok && paired && req < r.N {
+			delete(fl.open, req)
 			f := &fl.List[o.i]
 			f.Response, f.Latency = r.N, r.T-f.T
 			info := protocol.Info{Kind: protocol.Response, Method: f.Method, ID: id}
@@ -84,11 +91,14 @@ func (fl *Flows) Add(r *cassette.Record) {
 		for _, o := range fl.open {
 			f := &fl.List[o.i]
 			if protocol.StreamsInto(f.Method, o.frame, r.Method, r.JSON) {
-				f.Streamed = append(f.Streamed, r.N)
+				if f.StreamedN < flowStreamedKept {
+					f.Streamed = append(f.Streamed, r.N)
+				}
+				f.StreamedN++
 				return
 			}
 		}
 	}
 	fl.List = append(fl.List, Flow{First: r.N, T: r.T, Dir: r.D, Kind: r.Kind, Method: r.Method, ID: id,
-		Latency: -1, Summary: row.Summary, Error: isErrorFrame(r)})
+		Latency: -1, Summary: Summarize(r, r.T).Summary, Error: isErrorFrame(r)})
 }

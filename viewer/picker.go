@@ -62,6 +62,7 @@ type Picker struct {
 	now    func() time.Time
 
 	mu      sync.Mutex
+	note    string // said in the status line above the usual text (SetNote)
 	files   []CassetteFile
 	chosen  string
 	running bool
@@ -93,6 +94,24 @@ func NewPicker(dir string, screen tcell.Screen) *Picker {
 	return p
 }
 
+// SetNote shows msg in the status line (the cassette chosen before could
+// not be opened: say why and let the user choose another) and selects
+// the file at path, when it is listed.
+func (p *Picker) SetNote(msg, path string) {
+	p.mu.Lock()
+	p.note = msg
+	p.mu.Unlock()
+	p.Reload()
+	p.mu.Lock()
+	files := p.files
+	p.mu.Unlock()
+	for i, f := range files {
+		if f.Path == path {
+			p.table.Select(i+1, 0)
+		}
+	}
+}
+
 // Reload reads the directory again, keeping the selected file selected.
 func (p *Picker) Reload() {
 	files, err := ListCassettes(p.dir)
@@ -117,7 +136,12 @@ func (p *Picker) Reload() {
 		}
 	}
 	p.table.Select(sel, 0)
+	p.mu.Lock()
+	note := p.note
+	p.mu.Unlock()
 	switch {
+	case note != "" && err == nil:
+		p.status.SetText("[red]" + tview.Escape(note) + "[-]  ·  Enter opens another  ·  q quits")
 	case err != nil:
 		p.status.SetText("[red]" + tview.Escape(err.Error()) + "[-]")
 	case len(files) == 0:

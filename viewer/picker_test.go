@@ -77,3 +77,28 @@ func selectedLine(text, s string) bool {
 	}
 	return false
 }
+
+// TestPickerNote: after a chosen file could not be opened, the picker
+// says why and has that file selected.
+func TestPickerNote(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"a.cassette", "junk.txt", "b.cassette"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scr := tcell.NewSimulationScreen("UTF-8")
+	p := NewPicker(dir, scr)
+	scr.SetSize(120, 10)
+	junk := filepath.Join(dir, "junk.txt")
+	p.SetNote(junk+": not a cassette (no rpctap header)", junk)
+	p.Draw()
+	text := ScreenText(scr)
+	if !strings.Contains(text, "not a cassette (no rpctap header)") || !strings.Contains(text, "Enter opens another") {
+		t.Errorf("the note is not shown:\n%s", text)
+	}
+	p.Key(tcell.NewEventKey(tcell.KeyEnter, 0, tcell.ModNone))
+	if p.Chosen() != junk {
+		t.Errorf("the failed file is not selected: Enter chose %q", p.Chosen())
+	}
+}

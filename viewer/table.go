@@ -1,6 +1,7 @@
 package viewer
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/gdamore/tcell/v2"
@@ -15,14 +16,14 @@ type listContent struct {
 	store *Store
 	view  func() *View
 	dim   func() bool
-	width func() int // the table's width on screen (nil: assume 120)
 
 	mu    sync.Mutex
 	cache map[int][]Cell // rendered rows of the current draw
+	lay   listLayout     // the columns shown; fit sets it before each draw
 }
 
 func newListContent(s *Store, view func() *View, dim func() bool) *listContent {
-	return &listContent{store: s, view: view, dim: dim, cache: map[int][]Cell{}}
+	return &listContent{store: s, view: view, dim: dim, cache: map[int][]Cell{}, lay: fullLayout(methodCap)}
 }
 
 // invalidate forgets rendered rows (before each draw: the analysis may
@@ -35,14 +36,24 @@ func (c *listContent) invalidate() {
 
 func (c *listContent) GetRowCount() int { return 1 + c.view().Len(c.store) }
 
-func (c *listContent) GetColumnCount() int { return len(Columns) }
+func (c *listContent) GetColumnCount() int { return len(c.layout().cols) }
+
+func (c *listContent) layout() listLayout {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lay
+}
 
 var headerStyle = tcell.StyleDefault.Foreground(tcell.ColorYellow).Bold(true)
 
-func (c *listContent) GetCell(row, col int) *tview.TableCell {
-	if col < 0 || col >= len(Columns) {
+// GetCell returns the cell at row and shown column vcol (columns dropped
+// on a narrow screen are skipped).
+func (c *listContent) GetCell(row, vcol int) *tview.TableCell {
+	lay := c.layout()
+	if vcol < 0 || vcol >= len(lay.cols) {
 		return nil
 	}
+	col := lay.cols[vcol]
 	if row == 0 {
 		cell := tview.NewTableCell(Columns[col]).SetSelectable(false).SetStyle(headerStyle)
 		if alignRight(col) {
@@ -58,37 +69,135 @@ func (c *listContent) GetCell(row, col int) *tview.TableCell {
 		return nil
 	}
 	ce := cells[col]
+	if col == colMethod && ce.Text == "" && lay.summaryInMethod {
+		// SUMMARY has no room: a stderr line or an event says what it is
+		// in METHOD/TYPE instead.
+		ce = cells[colSummary]
+	}
 	cell := tview.NewTableCell(tview.Escape(ce.Text)).SetTextColor(ce.Color)
 	if ce.Right {
 		cell.SetAlign(tview.AlignRight)
 	}
 	switch col {
 	case colMethod:
-		cell.SetMaxWidth(c.methodWidth())
+		cell.SetMaxWidth(lay.method)
 	case colID:
-		cell.SetMaxWidth(16)
+		cell.SetMaxWidth(idCap)
 	case colSummary:
 		cell.SetExpansion(1)
 	}
 	return cell
 }
 
-func alignRight(col int) bool { return col <= 2 || col == 7 || col == 8 }
+func alignRight(col int) bool { return col <= colDelta || col == colSize || col == colLatency }
 
-// fixedWidth is what the columns other than METHOD/TYPE and SUMMARY take
-// in a common session, with the space between columns: # (8), TIME (9),
-// DELTA (8), arrow (1), KIND (5), ID (4), SIZE (5), LATENCY (7), ! (3).
-const fixedWidth = 8 + 9 + 8 + 1 + 5 + 4 + 5 + 7 + 3 + 10
+// ---- column priority
 
-// methodWidth is the widest METHOD/TYPE may be: up to 40 columns, less on
-// a narrow screen, so that LATENCY and ! always stay in view (SUMMARY, the
-// last column, is what a narrow screen cuts).
-func (c *listContent) methodWidth() int {
-	w := 120
-	if c.width != nil {
-		w = c.width()
+// The columns the layout drops or shrinks, beside colMethod, colID and
+// colSummary (render.go).
+const (
+	colN       = 0
+	colTime    = 1
+	colDelta   = 2
+	colSize    = 7
+	colLatency = 8
+)
+
+const (
+	methodCap = 40 // METHOD/TYPE is never wider
+	methodMin = 12 // METHOD/TYPE shrinks to this before columns are dropped
+	idCap     = 16
+	// summaryRoom is the least room for SUMMARY before the text of stderr
+	// lines and events moves to METHOD/TYPE.
+	summaryRoom = 12
+)
+
+// dropOrder is the order in which columns go when METHOD/TYPE at methodMin
+// and everything before SUMMARY do not fit: #, the arrow, KIND, METHOD/TYPE,
+// LATENCY and the violation mark always stay (latency is what the list is
+// read for).
+var dropOrder = []int{colDelta, colSize, colTime, colID}
+
+// listLayout is the columns the list shows, in order, and the widest
+// METHOD/TYPE may be.
+type listLayout struct {
+	cols            []int
+	method          int
+	summaryInMethod bool
+}
+
+func (l listLayout) shows(col int) bool { return slices.Contains(l.cols, col) }
+
+func fullLayout(method int) listLayout {
+	l := listLayout{method: method}
+	for i := range Columns {
+		l.cols = append(l.cols, i)
 	}
-	return min(40, max(12, w-fixedWidth))
+	return l
+}
+
+// fitColumns lays the columns out for a table width, from the natural
+// width of each (its widest cell on screen, header included; for
+// METHOD/TYPE, methodAlone without the stderr and event text it may take
+// over). SUMMARY, the last column, takes what is left and is cut by
+// tview; METHOD/TYPE shrinks from methodCap to methodMin so that
+// everything before SUMMARY fits; below that, DELTA, SIZE, TIME and ID go
+// in that order. Each column is followed by one space.
+func fitColumns(width int, natural []int, methodAlone int) listLayout {
+	l := fullLayout(methodCap)
+	nat := func(col int) int {
+		if col == colID {
+			return min(natural[col], idCap)
+		}
+		return natural[col]
+	}
+	// before is the width of the shown columns before SUMMARY but METHOD/TYPE.
+	before := func() int {
+		w := 0
+		for _, c := range l.cols {
+			if c != colMethod && c != colSummary {
+				w += nat(c) + 1
+			}
+		}
+		return w
+	}
+	for _, col := range dropOrder {
+		if width-before()-1 >= methodMin {
+			break
+		}
+		l.cols = slices.DeleteFunc(l.cols, func(c int) bool { return c == col })
+	}
+	room := width - before() - 1 // for METHOD/TYPE, and SUMMARY after it
+	l.method = max(1, min(methodCap, room))
+	if room-min(methodAlone, l.method)-1 < summaryRoom {
+		l.summaryInMethod = true
+	}
+	return l
+}
+
+// fit lays the columns out for the table's width, measuring the rows
+// from row first (0-based, after the header) for height rows.
+func (c *listContent) fit(width, first, height int) {
+	natural := make([]int, len(Columns))
+	for col, h := range Columns {
+		natural[col] = tview.TaggedStringWidth(h)
+	}
+	methodAlone := natural[colMethod]
+	n := c.view().Len(c.store)
+	for i := max(first, 0); i < min(first+height, n); i++ {
+		cells := c.rowCells(i)
+		if len(cells) != len(Columns) {
+			continue
+		}
+		for col := range cells {
+			natural[col] = max(natural[col], tview.TaggedStringWidth(tview.Escape(cells[col].Text)))
+		}
+		methodAlone = max(methodAlone, tview.TaggedStringWidth(tview.Escape(cells[colMethod].Text)))
+	}
+	lay := fitColumns(width, natural, methodAlone)
+	c.mu.Lock()
+	c.lay = lay
+	c.mu.Unlock()
 }
 
 // rowBlock is how many rows the table renders at once on a cache miss.

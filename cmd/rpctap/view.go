@@ -109,12 +109,16 @@ func runView(o *viewOptions, args []string, stdio Stdio) error {
 	if o.Dump != "" {
 		return dumpPicker(dir, w, h, o.Keys, stdio)
 	}
-	return pickLoop(func() (string, error) {
+	return pickLoop(func(note, failed string) (string, error) {
 		screen, err := newTerminalScreen()
 		if err != nil {
 			return "", err
 		}
-		path, err := viewer.NewPicker(dir, screen).Run()
+		p := viewer.NewPicker(dir, screen)
+		if note != "" {
+			p.SetNote(note, failed)
+		}
+		path, err := p.Run()
 		if err != nil {
 			return "", fmt.Errorf("view: %v", err)
 		}
@@ -125,13 +129,24 @@ func runView(o *viewOptions, args []string, stdio Stdio) error {
 // pickLoop shows the picker, then the cassette chosen there, until the
 // user quits: q in the cassette goes back to the picker (the App says
 // WentBack), q in the picker (an empty choice), Q or Ctrl-C ends the loop.
-func pickLoop(pick func() (string, error), view func(path string) (back bool, err error)) error {
+// A chosen file that cannot be opened as a cassette (an input error: not a
+// cassette, corrupt from its start, from a newer rpctap) brings the picker
+// back saying why, with that file selected (pick's note and failed);
+// other errors end the loop.
+func pickLoop(pick func(note, failed string) (string, error), view func(path string) (back bool, err error)) error {
+	note, failed := "", ""
 	for {
-		path, err := pick()
+		path, err := pick(note, failed)
 		if err != nil || path == "" {
 			return err // "" : the user quit the picker
 		}
+		note, failed = "", ""
 		back, err := view(path)
+		var ee *ExitError
+		if errors.As(err, &ee) && ee.Code == ExitInput {
+			note, failed = err.Error(), path
+			continue
+		}
 		if err != nil || !back {
 			return err
 		}

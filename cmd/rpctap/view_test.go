@@ -255,7 +255,10 @@ func TestViewFollowsLiveRecording(t *testing.T) {
 func TestPickLoop(t *testing.T) {
 	var log []string
 	choices := []string{"a.cassette", "b.cassette", ""}
-	pick := func() (string, error) {
+	pick := func(note, failed string) (string, error) {
+		if note != "" {
+			log = append(log, "note:"+failed)
+		}
 		c := choices[0]
 		choices = choices[1:]
 		log = append(log, "pick:"+c)
@@ -278,5 +281,20 @@ func TestPickLoop(t *testing.T) {
 	choices = []string{"a.cassette"}
 	if err := pickLoop(pick, func(string) (bool, error) { return true, errors.New("boom") }); err == nil || err.Error() != "boom" {
 		t.Errorf("a failing view: %v", err)
+	}
+	// A file that is not a cassette: back to the picker, which says why.
+	log, choices = nil, []string{"junk.txt", "a.cassette", ""}
+	view = func(p string) (bool, error) {
+		log = append(log, "view:"+p)
+		if p == "junk.txt" {
+			return false, Inputf("%s: not a cassette", p)
+		}
+		return true, nil
+	}
+	if err := pickLoop(pick, view); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(log, " "); got != "pick:junk.txt view:junk.txt note:junk.txt pick:a.cassette view:a.cassette pick:" {
+		t.Errorf("a file that is not a cassette: %s", got)
 	}
 }
