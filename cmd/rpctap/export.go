@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rpctap/rpctap/cassette"
 	"github.com/rpctap/rpctap/internal/export"
 	"github.com/rpctap/rpctap/internal/redact"
 	"github.com/spf13/pflag"
@@ -111,7 +110,7 @@ func runExport(o *exportOptions, path string, stdio Stdio) error {
 		defer fmt.Fprint(stdio.Err, "\r\033[K")
 	}
 	if err := export.Run(path, w, export.Options{Redactor: redact.New(redact.Options{Keys: o.Redact})}, progress); err != nil {
-		return Inputf("export: %s: %v", path, describeCassetteErr(err))
+		return exportErr(path, err)
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("export: %v", err)
@@ -173,12 +172,20 @@ func runExportSend(o *exportOptions, path string, stdio Stdio) error {
 		return Usagef("export --send: %v", err)
 	}
 	if err := export.Run(path, w, export.Options{Redactor: redact.New(redact.Options{Keys: o.Redact}), Payloads: o.Payloads}, nil); err != nil {
-		var ce *cassette.CorruptError
-		if errors.As(err, &ce) || errors.Is(err, cassette.ErrNotCassette) {
-			return Inputf("export: %s: %v", path, describeCassetteErr(err))
-		}
-		return fmt.Errorf("export --send: %v", err)
+		return exportErr(path, err)
 	}
 	fmt.Fprintf(stdio.Err, "rpctap export: sent %d spans\n", w.Sent())
 	return nil
+}
+
+// exportErr is export.Run's error as one line: the output's or the
+// endpoint's failure (a WriteError: a full disk, a closed pipe, a refused
+// send) is rpctap's, exit 125, and does not name the cassette as the
+// culprit; any other is the cassette's, exit 4.
+func exportErr(path string, err error) error {
+	var we *export.WriteError
+	if errors.As(err, &we) {
+		return fmt.Errorf("export: %v", we.Err)
+	}
+	return Inputf("export: %s: %v", path, describeCassetteErr(err))
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -78,5 +80,43 @@ func TestExportProgressOnTerminal(t *testing.T) {
 	cmd.Stderr = &errb
 	if err := cmd.Run(); err != nil || errb.Len() != 0 {
 		t.Errorf("stderr redirected: %v, it got %q", err, errb.String())
+	}
+}
+
+// TestExportWriteFailure: when the output cannot be written (stdout on
+// /dev/full) or the endpoint refuses the spans (an HTTP 400, not retried),
+// export fails with one line naming that failure, exit 125, and does not
+// blame the cassette (exit 4 is for a bad cassette).
+func TestExportWriteFailure(t *testing.T) {
+	rp := rpctapPath(t)
+	cas, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "cassettes", "acp-go.cassette"))
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skipf("no /dev/full: %v", err)
+	}
+	defer full.Close()
+	refuse := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no thanks", http.StatusBadRequest)
+	}))
+	defer refuse.Close()
+	for _, c := range []struct {
+		name string
+		args []string
+		env  []string
+		want string
+	}{
+		{"full disk", []string{"--format", "har"}, nil, "no space left on device"},
+		{"refused", []string{"--format", "otlp", "--send"}, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + refuse.URL}, "400"},
+	} {
+		cmd := exec.Command(rp, append(append([]string{"export"}, c.args...), cas)...)
+		cmd.Stdout = full
+		cmd.Env = append(filterEnv(os.Environ(), "OTEL_"), c.env...)
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		err := cmd.Run()
+		lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
+		if cmd.ProcessState.ExitCode() != ExitInternal || len(lines) != 1 || !strings.Contains(lines[0], c.want) || strings.Contains(lines[0], cas) {
+			t.Errorf("%s: %v, stderr %q; want exit %d and one line with %q, not naming the cassette", c.name, err, errb.String(), ExitInternal, c.want)
+		}
 	}
 }

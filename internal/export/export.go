@@ -73,10 +73,35 @@ type Progress struct {
 	Records    uint64
 }
 
+// WriteError is a failure of the Writer (writing the output, or sending
+// it), as against reading the cassette: the command reports it without
+// blaming the cassette.
+type WriteError struct{ Err error }
+
+func (e *WriteError) Error() string { return e.Err.Error() }
+func (e *WriteError) Unwrap() error { return e.Err }
+
+// writeErrors marks the errors of its Writer as WriteErrors.
+type writeErrors struct{ w Writer }
+
+func (x writeErrors) Begin(s Session) error      { return wrapWrite(x.w.Begin(s)) }
+func (x writeErrors) Exchange(e *Exchange) error { return wrapWrite(x.w.Exchange(e)) }
+func (x writeErrors) End() error                 { return wrapWrite(x.w.End()) }
+
+func wrapWrite(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &WriteError{err}
+}
+
 // Run reads the cassette at path and hands every exchange to w, in the order
 // their last frame was recorded. progress, when not nil, is called every
-// 16 Ki records and once at the end.
+// 16 Ki records and once at the end. An error of w comes back as a
+// *WriteError; any other is the cassette's.
 func Run(path string, w Writer, o Options, progress func(Progress)) error {
+	watch, _ := w.(RequestWatcher)
+	w = writeErrors{w}
 	rd, err := cassette.Open(path)
 	if err != nil {
 		return err
@@ -93,7 +118,6 @@ func Run(path string, w Writer, o Options, progress func(Progress)) error {
 	if red == nil {
 		red = redact.Default()
 	}
-	watch, _ := w.(RequestWatcher)
 	pending := map[string]*Frame{} // dir+id -> request
 	var order []string             // pending keys in arrival order, for the requests never answered
 	begun := false

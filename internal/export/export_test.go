@@ -85,23 +85,7 @@ func TestGoldens(t *testing.T) {
 // and MCP semantic conventions ask for, on both sessions.
 func TestOTLPConventions(t *testing.T) {
 	cs := goldenCassettes(t)
-	spans := func(path string) []map[string]any {
-		var b bytes.Buffer
-		if err := Run(path, NewOTLP(&b, true), Options{}, nil); err != nil {
-			t.Fatal(err)
-		}
-		var doc struct {
-			ResourceSpans []struct {
-				ScopeSpans []struct {
-					Spans []map[string]any `json:"spans"`
-				} `json:"scopeSpans"`
-			} `json:"resourceSpans"`
-		}
-		if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
-			t.Fatal(err)
-		}
-		return doc.ResourceSpans[0].ScopeSpans[0].Spans
-	}
+	spans := func(path string) []map[string]any { return otlpSpans(t, path, true) }
 	attrs := spanAttrs
 	var toolCall, prompt map[string]any
 	for _, s := range spans(cs["mcp"]) {
@@ -239,11 +223,12 @@ func spanAttrs(s map[string]any) map[string]string {
 	return m
 }
 
-// otlpSpans exports path as OTLP/JSON and returns its spans.
-func otlpSpans(t *testing.T, path string) []map[string]any {
+// otlpSpans exports path as OTLP/JSON (with the bodies when payloads) and
+// returns its spans.
+func otlpSpans(t *testing.T, path string, payloads bool) []map[string]any {
 	t.Helper()
 	var b bytes.Buffer
-	if err := Run(path, NewOTLP(&b, false), Options{}, nil); err != nil {
+	if err := Run(path, NewOTLP(&b, payloads), Options{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {
@@ -286,7 +271,7 @@ func TestACPToolCallEnds(t *testing.T) {
 	}
 	got := map[string]map[string]any{}
 	prompts := map[string]map[string]any{}
-	for _, s := range otlpSpans(t, path) {
+	for _, s := range otlpSpans(t, path, false) {
 		got[s["name"].(string)] = s
 		if s["name"] == "session/prompt" {
 			prompts[spanAttrs(s)["gen_ai.conversation.id"]] = s
