@@ -147,17 +147,17 @@ type Recorder struct {
 	valIdx  sync.Pool                // *jsonscan.Index: copies of frame indexes for the validator
 
 	// Owned by the writer goroutine.
-	next       uint64 // next Seq to write
-	hold       holdHeap
-	holdBytes  int
-	events     []item // events waiting for the chunks observed before them
-	conns      map[int]*connState
-	batch      int // payload bytes since the last flush
-	rec        cassette.Record
+	next      uint64 // next Seq to write
+	hold      holdHeap
+	holdBytes int
+	events    []item // events waiting for the chunks observed before them
+	conns     map[int]*connState
+	batch     int // payload bytes since the last flush
+	rec       cassette.Record
 	// hold detects the protocol from the first frames and holds their
 	// validation jobs until it is decided (protocol.Holder, the step
 	// `rpctap check` shares); nil once decided, or when forced.
-	detect *protocol.Holder[valJob]
+	detect     *protocol.Holder[valJob]
 	proto      protocol.Protocol
 	protoName  string
 	classifyOK bool          // false after Classify panicked
