@@ -1,48 +1,20 @@
 package tap
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
 
-	"golang.org/x/sys/unix"
+	"github.com/rpctap/rpctap/internal/testpeers"
 )
-
-// openPTY returns a new pseudo-terminal's master and slave.
-func openPTY(t *testing.T) (master, slave *os.File) {
-	t.Helper()
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminals: %v", err)
-	}
-	rc, _ := m.SyscallConn()
-	var n int
-	var ierr error
-	rc.Control(func(fd uintptr) {
-		if ierr = unix.IoctlSetPointerInt(int(fd), unix.TIOCSPTLCK, 0); ierr == nil {
-			n, ierr = unix.IoctlGetInt(int(fd), unix.TIOCGPTN)
-		}
-	})
-	if ierr != nil {
-		m.Close()
-		t.Skipf("pty: %v", ierr)
-	}
-	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		m.Close()
-		t.Skipf("pty slave: %v", err)
-	}
-	return m, s
-}
 
 // A SIGINT typed at a terminal goes to the whole foreground process group,
 // the child included (no Setpgid): the tap must not relay it a second
 // time. It records the signal, saying why it was not relayed.
 func TestTerminalSignalNotDoubled(t *testing.T) {
-	master, slave := openPTY(t)
+	master, slave := testpeers.OpenPTY(t)
 	defer master.Close()
 	obs := filepath.Join(t.TempDir(), "obs.json")
 	argv := helperArgv("tap", helperArgv("signals")...)

@@ -37,14 +37,7 @@ func (a *App) handleKey(ev *tcell.EventKey) *tcell.EventKey {
 	detailFocused := a.detailOpen && a.tv.GetFocus() == a.detail
 	switch ev.Key() {
 	case tcell.KeyEscape:
-		switch {
-		case a.mode == modeFlowDetail:
-			a.setMode(modeFlows)
-		case a.mode != modeList:
-			a.setMode(modeList)
-		case a.detailOpen:
-			a.closeDetail()
-		}
+		a.backOneLevel()
 		return nil
 	case tcell.KeyEnter:
 		if a.mode == modeList && !detailFocused {
@@ -105,14 +98,7 @@ func (a *App) userSelect(row int) {
 func (a *App) handleRune(ev *tcell.EventKey, detailFocused bool) *tcell.EventKey {
 	switch ev.Rune() {
 	case 'q':
-		switch {
-		case a.mode == modeFlowDetail:
-			a.setMode(modeFlows)
-		case a.mode != modeList:
-			a.setMode(modeList)
-		case a.detailOpen:
-			a.closeDetail()
-		default:
+		if !a.backOneLevel() {
 			a.wentBack = a.opts.Back
 			a.Stop()
 		}
@@ -241,4 +227,21 @@ func (a *App) toggleMode(m mode, also ...mode) {
 		return
 	}
 	a.setMode(m)
+}
+
+// backOneLevel closes what Esc and q close: a flow's detail (back to the
+// flows), another view (back to the list), the detail pane. It reports
+// false when the list was all there was, where q quits.
+func (a *App) backOneLevel() bool {
+	switch {
+	case a.mode == modeFlowDetail:
+		a.setMode(modeFlows)
+	case a.mode != modeList:
+		a.setMode(modeList)
+	case a.detailOpen:
+		a.closeDetail()
+	default:
+		return false
+	}
+	return true
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,12 +9,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/rpctap/rpctap/internal/export"
+	"github.com/rpctap/rpctap/internal/testpeers"
 )
 
 // TestProgressBar: the bar's cells, share and figures.
@@ -41,26 +38,8 @@ func TestProgressBar(t *testing.T) {
 func TestExportProgressOnTerminal(t *testing.T) {
 	rp := rpctapPath(t)
 	cas, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "cassettes", "acp-go.cassette"))
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminals: %v", err)
-	}
+	m, slave := testpeers.OpenPTY(t)
 	defer m.Close()
-	rc, _ := m.SyscallConn()
-	var n int
-	var ierr error
-	rc.Control(func(fd uintptr) {
-		if ierr = unix.IoctlSetPointerInt(int(fd), unix.TIOCSPTLCK, 0); ierr == nil {
-			n, ierr = unix.IoctlGetInt(int(fd), unix.TIOCGPTN)
-		}
-	})
-	if ierr != nil {
-		t.Skipf("pty: %v", ierr)
-	}
-	slave, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("pty slave: %v", err)
-	}
 	for _, format := range []string{"har", "html"} {
 		out := filepath.Join(t.TempDir(), "x."+format)
 		cmd := exec.Command(rp, "export", "--format", format, "-o", out, cas)

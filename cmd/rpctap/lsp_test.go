@@ -131,6 +131,12 @@ func TestLSPGopls(t *testing.T) {
 	if v.code != 0 || !strings.Contains(v.stderr+v.stdout, "ok:") {
 		t.Errorf("verify against gopls: exit %d\n%s%s", v.code, v.stdout, v.stderr)
 	}
+	// The gate fails on a server that says nothing, or dies early.
+	for _, dead := range [][]string{{"true"}, {"sh", "-c", "head -c 300 >/dev/null; exit 2"}} {
+		if d := run(t, ws, "", append([]string{rp, "verify", "--timeout", "500ms", cas, "--"}, dead...)...); d.code != ExitFindings {
+			t.Errorf("verify against %v: exit %d, want %d\n%s", dead, d.code, ExitFindings, d.stdout)
+		}
+	}
 
 	code, screen, errs := viewMain("view", "--dump", "150x40", cas)
 	if code != 0 {
