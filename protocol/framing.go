@@ -151,7 +151,7 @@ func (s *sessionState) framingChecks(rec uint64, dir Dir, frame []byte) (vs []Vi
 	valid := json.Valid(frame)
 	fs.badPrev[dir] = !valid
 	if whole && !valid {
-		if i := indexFold(frame, "content-length:"); i > 0 && json.Valid(bytes.TrimSpace(frame[:i])) {
+		if i := framing.IndexContentLength(frame); i > 0 && json.Valid(bytes.TrimSpace(frame[:i])) {
 			add(CodeLengthMismatch, SevError, "Content-Length is %d, but the JSON body ends after %d bytes and the next message's header follows inside it: the sender counted more bytes than it wrote (characters instead of UTF-8 bytes?)", n, len(bytes.TrimSpace(frame[:i])))
 			return vs, true
 		}
@@ -178,15 +178,6 @@ func contentTypeOK(v string) bool {
 		}
 	}
 	return true
-}
-
-func indexFold(b []byte, key string) int {
-	for i := 0; i+len(key) <= len(b); i++ {
-		if b[i]|0x20 == key[0] && bytes.EqualFold(b[i:i+len(key)], []byte(key)) {
-			return i
-		}
-	}
-	return -1
 }
 
 // wrongFramingMessage names the mistake and the fix.

@@ -127,17 +127,21 @@ func (w Wire) Classify(raw []byte, isJSON, fromParent bool) WireFrame {
 	str := func(key string) string { s, _ := rawString(memberOf(raw, key)); return s }
 	switch w.Style {
 	case StyleJSONRPC:
-		f.ID = id("id")
-		idPresent := memberOf(raw, "id") != nil
-		if m, ok := rawString(memberOf(raw, "method")); ok {
+		// One scan of the top-level members (it stops once the kind is
+		// certain): live frames of 1 MiB are classified on the reply path.
+		rf := scanRPCMembers(raw, true)
+		if rf.id != nil && !bytes.Equal(rf.id, []byte("null")) {
+			f.ID = string(rf.id)
+		}
+		if m, ok := rawString(rf.method); ok {
 			f.Method = m
 			f.Kind = Notification
-			if idPresent {
+			if rf.id != nil {
 				f.Kind = Request
 			}
 			return f
 		}
-		if idPresent {
+		if rf.id != nil {
 			f.Kind = Response
 			return f
 		}

@@ -3,7 +3,6 @@ package framing
 import (
 	"bytes"
 	"strconv"
-	"unicode/utf8"
 )
 
 // This file holds Content-Length framing, the LSP base protocol's ("The base
@@ -144,6 +143,17 @@ func headerEnd(b []byte) int {
 
 const clKey = "content-length:"
 
+// IndexContentLength returns where the first "Content-Length:" (in any
+// case) starts in b, or -1.
+func IndexContentLength(b []byte) int {
+	for i := 0; i+len(clKey) <= len(b); i++ {
+		if b[i]|0x20 == 'c' && bytes.EqualFold(b[i:i+len(clKey)], []byte(clKey)) {
+			return i
+		}
+	}
+	return -1
+}
+
 // junkEnd returns where a run of out-of-sync bytes at the start of b ends:
 // after its first newline, or before a "Content-Length:" header (matched in
 // any case) that starts before it, whichever comes first; -1 when neither is
@@ -154,10 +164,8 @@ func junkEnd(b []byte) int {
 	if nl >= 0 && nl < stop {
 		stop = nl
 	}
-	for i := 1; i <= stop; i++ {
-		if b[i]|0x20 == 'c' && bytes.EqualFold(b[i:i+len(clKey)], []byte(clKey)) {
-			return i
-		}
+	if i := IndexContentLength(b[1:min(stop+len(clKey), len(b))]); i >= 0 {
+		return i + 1
 	}
 	if nl >= 0 {
 		return nl + 1
@@ -313,7 +321,3 @@ func WithLength(hdr []byte, n int) []byte {
 	}
 	return []byte("Content-Length: " + num + "\r\n\r\n")
 }
-
-// ValidUTF8 reports whether a body is UTF-8, the only encoding LSP allows
-// ("Currently only 'utf-8' is supported").
-func ValidUTF8(body []byte) bool { return utf8.Valid(body) }
