@@ -260,6 +260,14 @@ func appendHeader(dst []byte, h *Header) []byte {
 		}
 		dst = append(dst, '}')
 	}
+	if im := h.Imported; im != nil {
+		dst = append(dst, `,"imported":{"format":`...)
+		dst = appendString(dst, im.Format)
+		dst = appendOptString(dst, "from", im.From)
+		dst = appendKey(dst, "clock")
+		dst = appendString(dst, im.Clock)
+		dst = append(dst, '}')
+	}
 	return dst
 }
 
@@ -386,6 +394,7 @@ type wire struct {
 	Listen   string            `json:"listen"`
 	Upstream string            `json:"upstream"`
 	Portable map[string]string `json:"portable"`
+	Imported *Imported         `json:"imported"`
 }
 
 var errNoN = errors.New(`record has no "n"`)
@@ -413,6 +422,7 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 			Format: w.Format, Version: w.Version, Rpctap: w.Rpctap, Created: w.Created,
 			Mode: w.Mode, Protocol: w.Protocol, Argv: w.Argv, Cwd: w.Cwd,
 			Listen: w.Listen, Upstream: w.Upstream, Redacted: w.Redacted, Portable: w.Portable,
+			Imported: w.Imported,
 		}
 		return nil
 	}
