@@ -24,7 +24,17 @@ func readZed(data []byte) *Log {
 	l := &Log{Protocol: "acp", Clock: "none"}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	lineAt := func(off int64) int { return bytes.Count(data[:off], []byte("\n")) + 1 }
+	// lineAt counts lines from the last offset asked for, so that a long
+	// log is scanned once, not once per entry.
+	lastOff, lastLine := int64(0), 1
+	lineAt := func(off int64) int {
+		if off < lastOff {
+			return bytes.Count(data[:off], []byte("\n")) + 1
+		}
+		lastLine += bytes.Count(data[lastOff:off], []byte("\n"))
+		lastOff = off
+		return lastLine
+	}
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
 		l.Problems = append(l.Problems, Problem{lineAt(dec.InputOffset()), "not a JSON array (Zed's Copy All Messages gives one)"})
 		return l
