@@ -122,6 +122,11 @@ func (p *Picker) SetNote(msg, path string) {
 // Only what changed is read: a live cassette's new records, a new file.
 func (p *Picker) Reload() {
 	sessions, err := p.hub.List(p.dir)
+	p.show(sessions, err)
+}
+
+// show puts sessions in the table (on tview's goroutine when Run runs).
+func (p *Picker) show(sessions []Session, err error) {
 	files := make([]CassetteFile, len(sessions))
 	for i, s := range sessions {
 		files[i] = s.CassetteFile
@@ -278,7 +283,11 @@ func (p *Picker) watch() {
 			}
 		case <-tick.C:
 		}
-		p.tv.QueueUpdateDraw(p.Reload)
+		// The directory is read here, not on tview's goroutine: a new
+		// cassette of a GiB is read whole once (its frames and findings
+		// counted), and the list stays responsive meanwhile.
+		sessions, err := p.hub.List(p.dir)
+		p.tv.QueueUpdateDraw(func() { p.show(sessions, err) })
 	}
 }
 
@@ -313,7 +322,8 @@ func (p *Picker) Sync(f func()) {
 		return
 	}
 	done := make(chan struct{})
-	p.tv.QueueUpdate(func() { f(); close(done) })
+	// QueueUpdate waits for the event loop; after Stop nothing runs it.
+	go p.tv.QueueUpdate(func() { f(); close(done) })
 	select {
 	case <-done:
 	case <-p.quit:
