@@ -16,6 +16,7 @@ import (
 	"github.com/rpctap/rpctap/internal/framing"
 	"github.com/rpctap/rpctap/internal/logimport"
 	"github.com/rpctap/rpctap/internal/recorder"
+	"github.com/rpctap/rpctap/protocol"
 	"github.com/rpctap/rpctap/tap"
 )
 
@@ -23,6 +24,7 @@ import (
 type importOptions struct {
 	Output   string
 	NoRedact bool
+	Protocol string
 }
 
 func init() {
@@ -33,7 +35,7 @@ func init() {
 	register(&command{
 		Name:    "import",
 		Summary: "turn an editor's or tool's message log into a cassette",
-		Usage:   "import FORMAT FILE -o OUT.cassette",
+		Usage:   "import FORMAT FILE -o OUT.cassette   (FILE - reads standard input)",
 		Long: `import reads a log of JSON-RPC messages that another program wrote and
 writes a cassette of them, so that check, view, diff, export, shrink and
 replay work on it. Each message goes through the recorder as if it had been
@@ -59,6 +61,7 @@ Formats (FORMAT):
 			fs.SetInterspersed(true)
 			fs.StringVarP(&o.Output, "output", "o", "", "write the cassette to `FILE` (must not exist)")
 			fs.BoolVar(&o.NoRedact, "no-redact", false, "keep secrets in the messages as they are")
+			fs.StringVar(&o.Protocol, "protocol", "", "the messages' protocol `NAME` (default: the format's, or detected for jsonl)")
 			return func(args []string, stdio Stdio) error { return runImport(o, args, stdio) }
 		},
 	})
@@ -81,23 +84,42 @@ func runImport(o *importOptions, args []string, stdio Stdio) error {
 	if st, err := os.Stat(filepath.Dir(o.Output)); err != nil || !st.IsDir() {
 		return Usagef("-o %s: its directory does not exist", o.Output)
 	}
-	f, err := os.Open(in)
-	if err != nil {
-		return Inputf("%s: %v", in, errors.Unwrap(err))
+	if o.Protocol != "" {
+		if _, err := protocol.Lookup(o.Protocol); err != nil {
+			return Usagef("--protocol: %v", err)
+		}
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return Inputf("%s: %v", in, err)
+	var l *logimport.Log
+	from := filepath.Base(in)
+	if in == "-" {
+		// Zed's Copy All Messages puts the log on the clipboard:
+		// `xclip -o | rpctap import zed-acp - -o x.cassette`.
+		from = ""
+		var err error
+		if l, err = logimport.Read(format, stdio.In, time.Now()); err != nil {
+			return Inputf("standard input: %v", err)
+		}
+	} else {
+		f, err := os.Open(in)
+		if err != nil {
+			return Inputf("%s: %v", in, errors.Unwrap(err))
+		}
+		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			return Inputf("%s: %v", in, err)
+		}
+		if st.IsDir() {
+			return Inputf("%s is a directory, not a log", in)
+		}
+		if l, err = logimport.Read(format, f, st.ModTime()); err != nil {
+			return Inputf("%s: %v", in, err)
+		}
 	}
-	if st.IsDir() {
-		return Inputf("%s is a directory, not a log", in)
+	if o.Protocol != "" {
+		l.Protocol = o.Protocol
 	}
-	l, err := logimport.Read(format, f, st.ModTime())
-	if err != nil {
-		return Inputf("%s: %v", in, err)
-	}
-	if err := writeImported(o, l, filepath.Base(in)); err != nil {
+	if err := writeImported(o, l, from); err != nil {
 		return fmt.Errorf("cannot write %s: %v", o.Output, err)
 	}
 	if _, err := fmt.Fprintf(stdio.Out, "imported %d messages from %s into %s\n", len(l.Messages), in, o.Output); err != nil {

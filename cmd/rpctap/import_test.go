@@ -335,3 +335,29 @@ func compareImportedGopls(t *testing.T, rp, ws, stdin string, parent []string, g
 		t.Errorf("the rude editor's session has %d findings to compare; it was meant to break rules", len(want))
 	}
 }
+
+// A log on standard input ("-": Zed's Copy All Messages is on the
+// clipboard), and --protocol naming the messages' protocol.
+func TestImportStdin(t *testing.T) {
+	log, err := os.ReadFile(filepath.Join("..", "..", "internal", "logimport", "testdata", "zed-acp.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "z.cassette")
+	var stdout, stderr bytes.Buffer
+	code := Main([]string{"import", "zed-acp", "-", "-o", out, "--protocol", "jsonrpc"}, Stdio{In: bytes.NewReader(log), Out: &stdout, Err: &stderr})
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	rd, err := cassette.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	if h := rd.Header(); h.Protocol != "jsonrpc" || h.Imported == nil || h.Imported.From != "" {
+		t.Errorf("header: protocol %q, imported %+v", h.Protocol, h.Imported)
+	}
+	if rep := importCheck(t, out); rep.Frames != 11 {
+		t.Errorf("%d frames, want 11", rep.Frames)
+	}
+}

@@ -288,16 +288,32 @@ func wrapSpecs(o *wrapOptions, client *wrap.Client) ([]wrap.Spec, error) {
 		if client == nil {
 			return []wrap.Spec{wrap.GuessSpec(o.Config)}, nil
 		}
-		// The client's syntax and sections, at the path given.
-		s := wrap.GuessSpec(o.Config)
+		// The client's syntax, and every section any of its files has
+		// (~/.claude.json's projects as well as .mcp.json's mcpServers),
+		// at the path given.
+		g := wrap.GuessSpec(o.Config)
+		s := wrap.Spec{Path: o.Config, Format: g.Format}
+		seen := map[string]bool{}
 		for _, cs := range client.Files(o.env) {
-			if cs.Format == s.Format {
-				cs.Path = o.Config
-				s = cs
-				break
+			if cs.Format != s.Format {
+				continue
+			}
+			for _, sec := range cs.Sections {
+				if k := strings.Join(sec, "\x00"); !seen[k] {
+					seen[k] = true
+					s.Sections = append(s.Sections, sec)
+				}
+			}
+			for _, tb := range cs.Tables {
+				if !seen[tb] {
+					seen[tb] = true
+					s.Tables = append(s.Tables, tb)
+				}
 			}
 		}
-		s.Scope = ""
+		if len(s.Sections) == 0 && len(s.Tables) == 0 {
+			s = g
+		}
 		return []wrap.Spec{s}, nil
 	}
 	var found []wrap.Spec

@@ -230,3 +230,16 @@ func TestWrapNeovimSnippet(t *testing.T) {
 		t.Errorf("exit %d\n%s%s\nwant %s", code, out, errs, want)
 	}
 }
+
+// --config with a client reads every section the client's files have:
+// ~/.claude.json kept somewhere else still has its projects' servers.
+func TestWrapConfigWithClient(t *testing.T) {
+	_, project, env := wrapEnv(t)
+	p := filepath.Join(project, "claude-backup.json")
+	orig, _ := os.ReadFile(filepath.Join("..", "..", "internal", "wrap", "testdata", "claude-code.json"))
+	os.WriteFile(p, orig, 0o600)
+	out, errs, code := runRpctap(t, project, env, "wrap", "claude-code", "--config", p, "--dry-run", "--dir", "/tmp/t")
+	if code != 0 || !strings.Contains(out, "wrapped          playwright (projects[/home/dev/src/app].mcpServers)") {
+		t.Errorf("exit %d\n%s%s", code, out, errs)
+	}
+}
