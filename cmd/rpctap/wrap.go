@@ -242,6 +242,7 @@ func runWrapTo(o *wrapOptions, args []string, stdio Stdio) error {
 		}
 	}
 	wrote := false
+	var written []string
 	for _, r := range plans {
 		where := r.Spec.Path
 		if r.Target != r.Spec.Path {
@@ -268,12 +269,25 @@ func runWrapTo(o *wrapOptions, args []string, stdio Stdio) error {
 			}
 			continue
 		}
+		// A report that cannot be written (stdout on a full disk) stops
+		// the edit before the file it describes changes.
+		if fe, ok := stdio.Out.(*firstErrWriter); ok && fe.err != nil {
+			msg := fe.err.Error() + "; " + r.Spec.Path + " not changed"
+			if len(written) > 0 {
+				msg += "; written before: " + strings.Join(written, ", ")
+			}
+			return errors.New(msg)
+		}
 		backup, err := r.Write(time.Now())
 		if err != nil {
 			return fmt.Errorf("%s: %v (the file is unchanged)", r.Spec.Path, err)
 		}
 		fmt.Fprintf(stdio.Out, "  written; the file as it was is in %s\n", backup)
+		written = append(written, r.Spec.Path+" (backup "+backup+")")
 		wrote = true
+	}
+	if fe, ok := stdio.Out.(*firstErrWriter); ok && fe.err != nil && len(written) > 0 {
+		return fmt.Errorf("%v; written: %s", fe.err, strings.Join(written, ", "))
 	}
 	if wrote && !o.unwrap {
 		fmt.Fprintf(stdio.Out, "sessions will be recorded in %s; restart the client to pick the change up\n", o.Dir)

@@ -203,7 +203,22 @@ func TestWrapErrors(t *testing.T) {
 			t.Errorf("read-only dir: exit %d: %s", code, errs)
 		}
 	}
-	// stdout on /dev/full: a write error, not a panic.
+	// stdout on /dev/full: the report cannot be written, so the config
+	// it describes is not changed; exit 125.
+	if full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0); err == nil {
+		before, _ := os.ReadFile(good)
+		cmd := exec.Command("rpctap", "wrap", "--config", good)
+		cmd.Dir, cmd.Env, cmd.Stdout = project, env, full
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		err := cmd.Run()
+		full.Close()
+		after, _ := os.ReadFile(good)
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != ExitInternal || !bytes.Equal(before, after) || !strings.Contains(errb.String(), "not changed") {
+			t.Errorf("wrap > /dev/full: %v, changed %v: %s", err, !bytes.Equal(before, after), errb.String())
+		}
+	}
+	// wrap --list on /dev/full: a write error, not a panic.
 	cmd := exec.Command("rpctap", "wrap", "--list")
 	cmd.Dir, cmd.Env = project, env
 	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
