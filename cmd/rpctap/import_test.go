@@ -69,6 +69,18 @@ func TestImportFixtures(t *testing.T) {
 			if f.proto == "lsp" && !strings.HasPrefix(raw, "Content-Length: ") {
 				t.Errorf("cat --raw of an LSP import does not frame its messages: %.40q", raw)
 			}
+			// The other commands work on it: replay plays the child to the
+			// recorded parent (strict: no divergence), export, diff.
+			var rout, rerr bytes.Buffer
+			if code := Main([]string{"replay", "--speed", "0", "--strict", out}, Stdio{In: strings.NewReader(raw), Out: &rout, Err: &rerr}); code != 0 {
+				t.Errorf("replay: exit %d: %s", code, rerr.String())
+			}
+			if code, har, errs := runMain("export", "--format", "har", out); code != 0 || !json.Valid([]byte(har)) {
+				t.Errorf("export har: exit %d: %s", code, errs)
+			}
+			if code, _, errs := runMain("diff", out, out); code != 0 {
+				t.Errorf("diff with itself: exit %d: %s", code, errs)
+			}
 		})
 	}
 }
