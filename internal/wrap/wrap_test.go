@@ -356,3 +356,56 @@ func TestWrapBadInput(t *testing.T) {
 		}
 	}
 }
+
+// Each client's configs are looked for where the client documents them,
+// per OS.
+func TestClientPaths(t *testing.T) {
+	envs := map[string]Env{
+		"linux":   {GOOS: "linux", Home: "/home/u", Cwd: "/p"},
+		"darwin":  {GOOS: "darwin", Home: "/Users/u", Cwd: "/p"},
+		"windows": {GOOS: "windows", Home: `C:\Users\u`, AppData: `C:\Users\u\AppData\Roaming`, Cwd: "/p"},
+	}
+	want := map[string]map[string][]string{
+		"linux": {
+			"claude-desktop": {"/home/u/.config/Claude/claude_desktop_config.json"},
+			"claude-code":    {"/p/.mcp.json", "/home/u/.claude.json"},
+			"cursor":         {"/p/.cursor/mcp.json", "/home/u/.cursor/mcp.json"},
+			"vscode":         {"/p/.vscode/mcp.json", "/home/u/.config/Code/User/mcp.json"},
+			"gemini":         {"/p/.gemini/settings.json", "/home/u/.gemini/settings.json"},
+			"zed":            {"/p/.zed/settings.json", "/home/u/.config/zed/settings.json"},
+			"codex":          {"/home/u/.codex/config.toml"},
+			"helix":          {"/p/.helix/languages.toml", "/home/u/.config/helix/languages.toml"},
+		},
+		"darwin": {
+			"claude-desktop": {"/Users/u/Library/Application Support/Claude/claude_desktop_config.json"},
+			"vscode":         {"/p/.vscode/mcp.json", "/Users/u/Library/Application Support/Code/User/mcp.json"},
+			"zed":            {"/p/.zed/settings.json", "/Users/u/.config/zed/settings.json"},
+		},
+		"windows": {
+			"claude-desktop": {filepath.Join(`C:\Users\u\AppData\Roaming`, "Claude", "claude_desktop_config.json")},
+			"zed":            {"/p/.zed/settings.json", filepath.Join(`C:\Users\u\AppData\Roaming`, "Zed", "settings.json")},
+		},
+	}
+	for goos, clients := range want {
+		for name, paths := range clients {
+			var got []string
+			for _, s := range Clients[name].Files(envs[goos]) {
+				got = append(got, filepath.ToSlash(s.Path))
+			}
+			for i := range paths {
+				paths[i] = filepath.ToSlash(paths[i])
+			}
+			if strings.Join(got, "\n") != strings.Join(paths, "\n") {
+				t.Errorf("%s on %s: %q, want %q", name, goos, got, paths)
+			}
+		}
+	}
+	e := envs["linux"]
+	e.XDGConfig, e.CodexHome = "/x", "/c"
+	if p := Clients["zed"].Files(e)[1].Path; p != "/x/zed/settings.json" {
+		t.Errorf("zed with XDG_CONFIG_HOME: %s", p)
+	}
+	if p := Clients["codex"].Files(e)[0].Path; p != "/c/config.toml" {
+		t.Errorf("codex with CODEX_HOME: %s", p)
+	}
+}
