@@ -263,6 +263,9 @@ func runWrapTo(o *wrapOptions, args []string, stdio Stdio) error {
 			fmt.Fprintf(stdio.Out, "  nothing to change\n")
 			continue
 		}
+		if r.Spec.Scope == "project" && !o.unwrap {
+			fmt.Fprintf(stdio.Out, "  note: a project's config is often committed; this puts this machine's rpctap path in it\n")
+		}
 		if o.DryRun {
 			if err := wrap.UnifiedDiff(stdio.Out, r.Spec.Path, r.Before, r.After); err != nil {
 				return err
