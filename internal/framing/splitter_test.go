@@ -229,20 +229,89 @@ func TestContentLengthParts(t *testing.T) {
 }
 
 // TestContentLengthEndAndLost: a body cut short by the end of the stream
-// keeps its header; lost bytes end the message as a part and the splitter
-// looks for the next header.
+// keeps its header. Lost bytes inside a body: the held start is dropped (and
+// counted), and the body's rest after the lost bytes is skipped by its
+// length, so no message is joined across the loss.
 func TestContentLengthEndAndLost(t *testing.T) {
 	s := NewSplitter(ContentLength, 0)
 	var got []msg
 	emit := func(h, p []byte, eol string, part bool) { got = append(got, msg{string(h), string(p), eol, part}) }
 	s.Feed([]byte("Content-Length: 10\r\n\r\n{\"a\":"), emit)
-	s.Lost(emit)
-	s.Feed([]byte("1}"+lsp("{}")+"Content-Length: 5\r\n\r\nab"), emit)
+	if d := s.Lost(3, false, emit); d != 27 {
+		t.Errorf("Lost dropped %d bytes, want the 27 held", d)
+	}
+	if n := s.Skip([]byte("1}" + lsp("{}"))); n != 2 {
+		t.Errorf("Skip passed %d bytes, want the body's last 2", n)
+	}
+	s.Feed([]byte(lsp("{}")+"Content-Length: 5\r\n\r\nab"), emit)
 	s.End(emit)
-	want := []msg{{"Content-Length: 10\r\n\r\n", `{"a":`, "", true}, {"", `1}`, "", false},
-		{"Content-Length: 2\r\n\r\n", "{}", "", false}, {"Content-Length: 5\r\n\r\n", "ab", "", false}}
+	want := []msg{{"Content-Length: 2\r\n\r\n", "{}", "", false}, {"Content-Length: 5\r\n\r\n", "ab", "", false}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("got  %v\nwant %v", got, want)
+	}
+}
+
+// Issue 20 item 7: the splitter never joins bytes across lost bytes into a
+// message. Each case feeds before, loses n bytes, feeds after; every byte
+// fed is either emitted or counted as dropped or skipped.
+func TestLostNeverJoins(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		mode          Mode
+		max           int
+		before, after string
+		n             int64
+		boundary      bool
+		want          []msg
+		dropped       int
+		skipped       int
+	}{
+		{name: "line cut on both sides", mode: Lines, before: "{\"a\":1}\n{\"b\"", n: 40,
+			after: ":2}\n{\"c\":3}\n", want: []msg{{"", `{"a":1}`, "\n", false}, {"", `{"c":3}`, "\n", false}},
+			dropped: 4, skipped: 4},
+		{name: "loss ends at a newline", mode: Lines, before: "{\"a\":1}\n{\"b\"", n: 40, boundary: true,
+			after: "{\"c\":3}\n", want: []msg{{"", `{"a":1}`, "\n", false}, {"", `{"c":3}`, "\n", false}}, dropped: 4},
+		{name: "loss after a whole line", mode: Lines, before: "{\"a\":1}\n", n: 40,
+			after: "2}\n{\"c\":3}\n", want: []msg{{"", `{"a":1}`, "\n", false}, {"", `{"c":3}`, "\n", false}}, skipped: 3},
+		{name: "rest spans chunks", mode: Lines, before: "{\"b\"", n: 1, after: "xxxxxxxxxx",
+			want: nil, dropped: 4, skipped: 10},
+		{name: "over-long line cut", mode: Lines, max: 8, before: "0123456789ab", n: 5, after: "cd\n{}\n",
+			want: []msg{{"", "01234567", "", true}, {"", "89ab", "", false}, {"", "{}", "\n", false}}, skipped: 3},
+		{name: "body cut, rest unknown", mode: ContentLength, before: "Content-Length: 10\r\n\r\n{\"a\":", n: 50,
+			after: "zz" + lsp("{}"), want: []msg{{"Content-Length: 2\r\n\r\n", "{}", "", false}}, dropped: 27, skipped: 2},
+		{name: "header cut", mode: ContentLength, before: lsp("{}") + "Content-Len", n: 9,
+			after: "\r\n{}" + lsp("[]"), want: []msg{{"Content-Length: 2\r\n\r\n", "{}", "", false}, {"Content-Length: 2\r\n\r\n", "[]", "", false}},
+			dropped: 11, skipped: 4},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := NewSplitter(c.mode, c.max)
+			var got []msg
+			emit := func(h, p []byte, eol string, part bool) { got = append(got, msg{string(h), string(p), eol, part}) }
+			s.Feed([]byte(c.before), emit)
+			dropped := s.Lost(c.n, c.boundary, emit)
+			after := []byte(c.after)
+			skipped := 0
+			for len(after) > 0 { // one byte at a time: the rest may span reads
+				k := s.Skip(after[:1])
+				skipped += k
+				if k == 0 {
+					break
+				}
+				after = after[1:]
+			}
+			s.Feed(after, emit)
+			s.End(emit)
+			if fmt.Sprint(got) != fmt.Sprint(c.want) || dropped != c.dropped || skipped != c.skipped {
+				t.Fatalf("got  %v dropped %d skipped %d\nwant %v dropped %d skipped %d", got, dropped, skipped, c.want, c.dropped, c.skipped)
+			}
+			var out int
+			for _, m := range got {
+				out += len(m.hdr) + len(m.payload) + len(m.eol)
+			}
+			if in := len(c.before) + len(c.after); out+dropped+skipped != in {
+				t.Errorf("%d emitted + %d dropped + %d skipped bytes, %d fed", out, dropped, skipped, in)
+			}
+		})
 	}
 }
 

@@ -472,7 +472,13 @@ func (r *Recorder) event(it *item) {
 	e := it.ev
 	cs := r.conn(e.Conn)
 	switch e.Kind {
+	case cassette.EventGap:
+		// A gap reported after the chunks (the sink's gaps that found no
+		// room before the end): as any gap.
+		r.gap(e.Conn, e.Stream, e.T, e.Bytes, it.boundary)
+		return
 	case cassette.EventStdinEOF:
+		r.skippedGap(e.Conn, cs, tap.Stdin, cs.lastT[tap.Stdin])
 		sp := &cs.split[tap.Stdin]
 		sp.End(func(h, p []byte, eol string, part bool) {
 			r.line(e.Conn, tap.Stdin, cs.lastT[tap.Stdin], h, p, eol, part)
@@ -506,10 +512,6 @@ func (r *Recorder) event(it *item) {
 	r.rec.Signal = e.Signal
 	r.rec.Msg = e.Msg
 	switch e.Kind {
-	case cassette.EventGap:
-		r.rec.D = dirOf(e.Stream)
-		r.rec.Bytes = e.Bytes
-		r.stats.Gaps++
 	case cassette.EventStdinEOF:
 		r.rec.D = cassette.DirIn
 	}
