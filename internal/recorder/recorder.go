@@ -81,6 +81,8 @@ type Options struct {
 	yieldSmall bool
 	// validatorHook, in tests, replaces the protocol Session's Frame.
 	validatorHook func(conn int, n uint64, dir protocol.Dir, frame []byte) []protocol.Violation
+	// validatorWait, in tests, runs before the validator takes each job.
+	validatorWait func()
 }
 
 // RedactOptions configure redaction.
@@ -136,6 +138,7 @@ type Recorder struct {
 	maxSeq  atomic.Uint64            // highest Seq handed to Observe
 	failed  atomic.Bool              // the cassette Writer failed: drop everything
 	valPend atomic.Int64             // bytes queued for the validator
+	valCut  atomic.Uint64            // the record at which validation stopped (0: it did not)
 	closing sync.Once                //
 	closeEr error                    // Close's result, set by the writer goroutine
 	warned  sync.Map                 // trouble kind -> struct{}: warn once each
