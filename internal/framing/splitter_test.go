@@ -413,3 +413,52 @@ func TestContentLengthEveryOffset(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSplitterLost: chunks of a stream are lost at random (Lost, never
+// fed). Every byte is emitted, dropped, skipped or lost exactly once, and
+// every whole line emitted is a line of the stream: none joins bytes from
+// both sides of a loss.
+func FuzzSplitterLost(f *testing.F) {
+	f.Add([]byte("{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n"), []byte{5, 9, 3}, uint16(0b010), uint8(1))
+	f.Add([]byte("aaaa\nbbbb\ncccc\ndddd\n"), []byte{3, 3, 3, 3, 3, 3}, uint16(0b1010), uint8(0))
+	f.Add([]byte("x\r\ny\r\nz"), []byte{2}, uint16(0b01), uint8(1))
+	f.Add([]byte(lsp(`{"id":1}`)+lsp(`{"id":2}`)+lsp(`{"id":3}`)), []byte{7, 11}, uint16(0b0100), uint8(2))
+	f.Add([]byte("Content-Length: 2\r\n\r\n{}Content-Length: 2\r\n\r\n[]"), []byte{10, 14}, uint16(0b10), uint8(2))
+	f.Fuzz(func(t *testing.T, data, cuts []byte, lostMask uint16, modeSel uint8) {
+		mode := Mode(modeSel % 3)
+		s := NewSplitter(mode, 0)
+		var out int
+		whole := []byte("\n" + string(data))
+		emit := func(hdr, p []byte, eol string, part bool) {
+			out += len(hdr) + len(p) + len(eol)
+			if s.Mode() == Lines && (eol == "\n" || eol == "\r\n") && hdr == nil {
+				line := append(append([]byte{'\n'}, p...), eol...)
+				if !bytes.Contains(whole, line) {
+					t.Fatalf("emitted %q, which is no line of the stream", line[1:])
+				}
+			}
+		}
+		var dropped, skipped, lost int
+		rest := data
+		for i := 0; len(rest) > 0; i++ {
+			n := len(rest)
+			if len(cuts) > 0 {
+				n = min(int(cuts[i%len(cuts)])+1, len(rest))
+			}
+			chunk := rest[:n]
+			rest = rest[n:]
+			if i < 16 && lostMask&(1<<i) != 0 {
+				lost += n
+				dropped += s.Lost(int64(n), chunk[n-1] == '\n', emit)
+				continue
+			}
+			k := s.Skip(chunk)
+			skipped += k
+			s.Feed(chunk[k:], emit)
+		}
+		s.End(emit)
+		if out+dropped+skipped+lost != len(data) {
+			t.Fatalf("%d emitted + %d dropped + %d skipped + %d lost, %d fed", out, dropped, skipped, lost, len(data))
+		}
+	})
+}
