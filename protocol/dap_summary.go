@@ -3,12 +3,11 @@ package protocol
 // What rpctap says about DAP frames beyond their rules (dap.go): an event's
 // reason or output, a response's outcome, failed responses.
 
-// Catalogue: DAP's message types, requests (reverse requests included) and
-// events, as the specification's "Base Protocol", "Requests", "Reverse
-// Requests" and "Events" sections name them.
+// Catalogue: DAP's requests (reverse requests included) and events, as the
+// specification's "Requests", "Reverse Requests" and "Events" sections name
+// them.
 func (dapProto) Catalogue() []string {
-	return []string{"request", "response", "event",
-		"attach", "breakpointLocations", "cancel", "completions", "configurationDone", "continue", "dataBreakpointInfo",
+	return []string{"attach", "breakpointLocations", "cancel", "completions", "configurationDone", "continue", "dataBreakpointInfo",
 		"disassemble", "disconnect", "evaluate", "exceptionInfo", "goto", "gotoTargets", "initialize", "launch",
 		"loadedSources", "locations", "modules", "next", "pause", "readMemory", "restart", "restartFrame",
 		"reverseContinue", "scopes", "setBreakpoints", "setDataBreakpoints", "setExceptionBreakpoints",
