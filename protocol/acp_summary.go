@@ -15,8 +15,8 @@ import (
 // Catalogue: the methods of the ACP schema (acp_types.go).
 func (acpProto) Catalogue() []string { return catalogueOf(acpMethods) }
 
-// acpChunkUpdates are the sessionUpdate kinds that stream a message in
-// pieces (schema.json SessionUpdate: ContentChunk variants).
+// acpChunkKind reports whether a sessionUpdate kind streams a message in
+// pieces (schema.json SessionUpdate: the ContentChunk variants).
 func acpChunkKind(kind string) bool {
 	switch kind {
 	case "agent_message_chunk", "agent_thought_chunk", "user_message_chunk":

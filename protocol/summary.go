@@ -59,8 +59,8 @@ func lookupKnown(proto string) Protocol {
 
 // Summarize says in a few words what a frame of a session in protocol proto
 // carries beyond its method, for lists (the viewer's SUMMARY column, the
-// HTML report): an error response's code and message for every JSON-RPC
-// protocol, and what the protocol's Summarizer adds (an ACP update's kind
+// HTML report): an error response's code and message (JSON-RPC 2.0's error
+// object, in any session), and what the protocol's Summarizer adds (an ACP update's kind
 // and first words, an MCP tool's name, an LSP document and position, a DAP
 // event's reason, a pi/opi/synaps event's type). info is the frame's
 // classification (a response's Method names its request when known). The

@@ -139,3 +139,49 @@ func TestFailed(t *testing.T) {
 		}
 	}
 }
+
+// TestGenericSessionGetsGenericOnly: ACP's and MCP's frames in a session of
+// another protocol (generic JSON-RPC, or none known) get no surface, no
+// telemetry facts beyond rpc.system, no transcript: only the protocol a
+// session speaks reads its frames.
+func TestGenericSessionGetsGenericOnly(t *testing.T) {
+	list := []byte(`{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"echo","inputSchema":{}}]}}`)
+	if s := SurfaceOf("mcp", "tools/list", list); s["tool:echo"] == nil {
+		t.Errorf("mcp surface = %v", s)
+	}
+	if s := SurfaceOf("jsonrpc", "tools/list", list); s != nil {
+		t.Errorf("jsonrpc surface = %v, want none", s)
+	}
+	call := []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo"}}`)
+	if f := CallFactsOf("mcp", "tools/call", call); f.Target != "echo" || f.MethodAttr != "mcp.method.name" || f.RPCSystem != "jsonrpc" {
+		t.Errorf("mcp facts = %+v", f)
+	}
+	if f := CallFactsOf("jsonrpc", "tools/call", call); f != (CallFacts{RPCSystem: "jsonrpc"}) {
+		t.Errorf("jsonrpc facts = %+v, want rpc.system only", f)
+	}
+	prompt := []byte(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"hi"}]}}`)
+	if f := CallFactsOf("acp", "session/prompt", prompt); !f.OpensTurn || f.Conversation != "s" || f.Operation != "invoke_agent" {
+		t.Errorf("acp facts = %+v", f)
+	}
+	if f := CallFactsOf("", "session/prompt", prompt); f != (CallFacts{}) {
+		t.Errorf("facts without a protocol = %+v, want none", f)
+	}
+	answer := []byte(`{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}`)
+	if r := FinishReasonsOf("acp", "session/prompt", answer); len(r) != 1 || r[0] != "end_turn" {
+		t.Errorf("acp finish reasons = %v", r)
+	}
+	if r := FinishReasonsOf("jsonrpc", "session/prompt", answer); r != nil {
+		t.Errorf("jsonrpc finish reasons = %v", r)
+	}
+	for proto, turns := range map[string]int{"acp": 1, "jsonrpc": 0, "": 0} {
+		tr := Transcript{Protocol: proto}
+		tr.Add(TranscriptFrame{N: 1, Dir: FromParent, JSON: prompt})
+		tr.Add(TranscriptFrame{N: 2, T: 5, Dir: FromChild, JSON: answer})
+		if len(tr.Turns) != turns {
+			t.Errorf("%q transcript: %d turns, want %d", proto, len(tr.Turns), turns)
+		}
+		if turns == 1 && (tr.Turns[0].Done != 5 || tr.Turns[0].Entries[0].Text != "hi") {
+			t.Errorf("%q turn = %+v", proto, tr.Turns[0])
+		}
+	}
+}
