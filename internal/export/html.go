@@ -62,6 +62,7 @@ type htmlRow struct {
 
 func (h *HTML) Begin(s Session) error {
 	h.s = s
+	h.tr.Protocol = s.Protocol
 	title := html.EscapeString("rpctap: " + s.File)
 	fmt.Fprintf(h.w, `<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
@@ -107,14 +108,14 @@ func (h *HTML) Exchange(x *Exchange) error {
 	row := htmlRow{N: req.Record, T: req.T, Dir: req.Dir, Kind: req.Kind, Method: req.Method, ID: req.ID, Latency: -1,
 		Request: string(req.Payload), Cut: x.CutOff}
 	dir := protocol.DirOf(req.Dir)
-	row.Summary = protocol.Summarize(dir, protocol.Info{Kind: protocol.Kind(req.Kind), Method: req.Method, ID: req.ID}, req.Payload)
+	row.Summary = protocol.Summarize(h.s.Protocol, dir, protocol.Info{Kind: protocol.Kind(req.Kind), Method: req.Method, ID: req.ID}, req.Payload)
 	if r := x.Response; r != nil {
 		row.Latency, row.Response, row.RespN = r.T-req.T, string(r.Payload), r.Record
 		rdir := protocol.DirOf(r.Dir)
-		if s := protocol.Summarize(rdir, protocol.Info{Kind: protocol.Response, Method: req.Method, ID: r.ID}, r.Payload); s != "" {
+		if s := protocol.Summarize(h.s.Protocol, rdir, protocol.Info{Kind: protocol.Response, Method: req.Method, ID: r.ID}, r.Payload); s != "" {
 			row.Summary = strings.TrimSpace(row.Summary + " → " + s)
 		}
-		_, _, row.Error = errorOf(r.Payload)
+		_, _, row.Error = errorOf(h.s.Protocol, x)
 	}
 	b, err := json.Marshal(row) // escapes <, > and & : safe inside <script>
 	if err != nil {
