@@ -22,8 +22,9 @@ type Session struct {
 	Errors   int // violations stored at record time, by severity
 	Warnings int
 	// State is "live" (no end record yet: a recording in progress), "ended",
-	// "cut" (no end record and a torn tail: the recorder was killed), or
-	// "damaged: ..." (the cassette cannot be read from its start).
+	// "cut" (no end record, its child gone and nothing written for 5 s: the
+	// recorder was killed), or "damaged: ..." (unreadable from its start, or
+	// damaged after its last good record).
 	State string
 }
 
@@ -31,11 +32,13 @@ type Session struct {
 // while the file is live, and the counts of the records read so far, so
 // that a live cassette costs only its new records on each refresh.
 type hubEntry struct {
-	size int64
-	mod  time.Time
-	x    *cassette.Index
-	next uint64 // the first record not counted yet
-	s    Session
+	size   int64
+	mod    time.Time
+	x      *cassette.Index
+	next   uint64 // the first record not counted yet
+	s      Session
+	pid    int  // the child's, from the start event
+	exited bool // an exit event was read
 }
 
 // hubScanner lists the cassettes of a directory with their summaries. It
@@ -142,6 +145,13 @@ func (h *hubScanner) scan(f CassetteFile) (Session, bool) {
 				case "warning":
 					e.s.Warnings++
 				}
+			case cassette.KindEvent:
+				switch r.Ev {
+				case cassette.EventStart:
+					e.pid = r.PID
+				case cassette.EventExit:
+					e.exited = true
+				}
 			case cassette.KindMeta:
 				if r.Protocol != "" {
 					e.s.Protocol = r.Protocol
@@ -158,6 +168,8 @@ func (h *hubScanner) scan(f CassetteFile) (Session, bool) {
 	case e.x.Ended():
 		e.s.State = "ended"
 	case e.x.TailError() != nil:
+		e.s.State = "damaged: " + e.x.TailError().Error()
+	case e.cut(f.Mod):
 		e.s.State = "cut"
 	default:
 		e.s.State = "live"
@@ -190,4 +202,21 @@ func headerSession(f CassetteFile, hd cassette.Header) Session {
 		s.Command = strings.Join(argv, " ")
 	}
 	return s
+}
+
+// cutAfter is how long a cassette without an end record must have been
+// left unwritten before the hub calls it cut rather than live: the tap
+// writes the child's exit, and the recorder the end record, moments after
+// the child dies.
+const cutAfter = 5 * time.Second
+
+// cut reports whether a cassette without an end record was left by a
+// recorder that is gone: its child has exited or died (the start event's
+// pid is not running) and nothing was written for cutAfter. A recording
+// in progress, and one without a start event (socket mode), are live.
+func (e *hubEntry) cut(mod time.Time) bool {
+	if e.pid <= 0 || time.Since(mod) < cutAfter {
+		return false
+	}
+	return e.exited || !processRunning(e.pid)
 }

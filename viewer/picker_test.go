@@ -2,6 +2,7 @@ package viewer
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -191,5 +192,43 @@ func TestPickerNote(t *testing.T) {
 	p.Key(tcell.NewEventKey(tcell.KeyEnter, 0, tcell.ModNone))
 	if p.Chosen() != junk {
 		t.Errorf("the failed file is not selected: Enter chose %q", p.Chosen())
+	}
+}
+
+// A cassette whose recorder was killed (no end record, its child gone,
+// nothing written for a while) is listed as cut; the same while its child
+// runs is live.
+func TestHubCut(t *testing.T) {
+	dir := t.TempDir()
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Skip("needs true(1)")
+	}
+	for name, pid := range map[string]int{"killed.cassette": gone.Process.Pid, "running.cassette": os.Getpid()} {
+		p := filepath.Join(dir, name)
+		w, err := cassette.Create(p, cassette.Header{Created: time.Now().UTC().Format(time.RFC3339Nano), Argv: []string{"agent"}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := cassette.Record{K: cassette.KindEvent, Ev: cassette.EventStart, PID: pid}
+		w.Append(&start)
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		old := time.Now().Add(-time.Minute)
+		os.Chtimes(p, old, old)
+	}
+	h := newHubScanner()
+	defer h.Close()
+	s, err := h.List(dir)
+	if err != nil || len(s) != 2 {
+		t.Fatalf("%v %v", s, err)
+	}
+	got := map[string]string{}
+	for _, x := range s {
+		got[x.Name] = x.State
+	}
+	if got["killed.cassette"] != "cut" || got["running.cassette"] != "live" {
+		t.Errorf("states %v, want killed cut and running live", got)
 	}
 }
