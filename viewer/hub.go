@@ -105,6 +105,15 @@ func (h *hubScanner) scan(f CassetteFile) (Session, bool) {
 	e := h.entries[f.Path]
 	if e != nil && e.size == f.Size && e.mod.Equal(f.Mod) {
 		e.s.CassetteFile = f
+		// Unchanged; but a live one whose recorder is gone becomes cut
+		// with time alone.
+		if e.s.State == "live" && e.cut(f.Mod) {
+			e.s.State = "cut"
+			if e.x != nil {
+				e.x.Close()
+				e.x = nil
+			}
+		}
 		return e.s, true
 	}
 	if e == nil || e.x == nil {

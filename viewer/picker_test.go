@@ -231,4 +231,28 @@ func TestHubCut(t *testing.T) {
 	if got["killed.cassette"] != "cut" || got["running.cassette"] != "live" {
 		t.Errorf("states %v, want killed cut and running live", got)
 	}
+	// Listed live while recently written, then cut with time alone (the
+	// file does not change).
+	p := filepath.Join(dir, "killed.cassette")
+	h2 := newHubScanner()
+	defer h2.Close()
+	os.Chtimes(p, time.Now(), time.Now())
+	if s, _ := h2.List(dir); stateOf(s, "killed.cassette") != "live" {
+		t.Errorf("just written: %q, want live", stateOf(s, "killed.cassette"))
+	}
+	st, _ := os.Stat(p)
+	h2.entries[p].mod = st.ModTime().Add(-time.Minute) // as if a minute passed
+	os.Chtimes(p, st.ModTime().Add(-time.Minute), st.ModTime().Add(-time.Minute))
+	if s, _ := h2.List(dir); stateOf(s, "killed.cassette") != "cut" {
+		t.Errorf("a minute later: %q, want cut", stateOf(s, "killed.cassette"))
+	}
+}
+
+func stateOf(s []Session, name string) string {
+	for _, x := range s {
+		if x.Name == name {
+			return x.State
+		}
+	}
+	return ""
 }
