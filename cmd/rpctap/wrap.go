@@ -65,7 +65,7 @@ Code rewrites its config all the time) is kept.`,
 		Flags: func(fs *pflag.FlagSet) func([]string, Stdio) error {
 			o := &wrapOptions{}
 			wrapFlags(fs, o)
-			fs.StringVar(&o.Dir, "dir", "", "the directory the wrapped commands record into (default: record's, $RPCTAP_DIR or ~/.local/state/rpctap/cassettes)")
+			fs.StringVar(&o.Dir, "dir", "", "the directory `DIR` the wrapped commands record into (default: record's, $RPCTAP_DIR or ~/.local/state/rpctap/cassettes)")
 			fs.StringVar(&o.Rpctap, "rpctap", "", "the rpctap `PATH` to write into the config (default: this one)")
 			fs.BoolVar(&o.List, "list", false, "show each known client's configs found here, their entries and whether they are wrapped")
 			return func(args []string, stdio Stdio) error { return runWrap(o, args, stdio) }
