@@ -5,13 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/rpctap/rpctap/internal/export"
 	"github.com/rpctap/rpctap/internal/redact"
+	"github.com/rpctap/rpctap/internal/safefile"
 	"github.com/spf13/pflag"
 )
 
@@ -68,34 +69,23 @@ func runExport(o *exportOptions, path string, stdio Stdio) error {
 	if o.Send {
 		return runExportSend(o, path, stdio)
 	}
-	out := stdio.Out
-	var file *os.File
-	if o.Output != "" {
-		if abs(o.Output) == abs(path) {
-			return Usagef("export: -o would overwrite the cassette %s", path)
-		}
-		f, err := os.CreateTemp(filepath.Dir(o.Output), ".rpctap-export-*")
-		if err != nil {
-			return fmt.Errorf("export: %v", err)
-		}
-		defer os.Remove(f.Name())
-		file, out = f, f
-	}
-	bw := bufio.NewWriterSize(out, 256<<10)
-	var w export.Writer
+	var newWriter func(io.Writer) export.Writer
 	switch o.Format {
 	case "har":
-		w = export.NewHAR(bw)
+		newWriter = func(w io.Writer) export.Writer { return export.NewHAR(w) }
 	case "trace":
-		w = export.NewTrace(bw)
+		newWriter = func(w io.Writer) export.Writer { return export.NewTrace(w) }
 	case "otlp":
-		w = export.NewOTLP(bw, o.Payloads)
+		newWriter = func(w io.Writer) export.Writer { return export.NewOTLP(w, o.Payloads) }
 	case "html":
-		w = export.NewHTML(bw)
+		newWriter = func(w io.Writer) export.Writer { return export.NewHTML(w) }
 	case "":
 		return Usagef("export needs --format har, trace, otlp or html")
 	default:
 		return Usagef("--format must be har, trace, otlp or html, not %q", o.Format)
+	}
+	if o.Output != "" && abs(o.Output) == abs(path) {
+		return Usagef("export: -o would overwrite the cassette %s", path)
 	}
 	var progress func(export.Progress)
 	if f, ok := stdio.Err.(*os.File); ok && isTerminal(f) {
@@ -109,24 +99,22 @@ func runExport(o *exportOptions, path string, stdio Stdio) error {
 		}
 		defer fmt.Fprint(stdio.Err, "\r\033[K")
 	}
-	if err := export.Run(path, w, export.Options{Redactor: redact.New(redact.Options{Keys: o.Redact})}, progress); err != nil {
-		return exportErr(path, err)
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("export: %v", err)
-	}
-	if file != nil {
-		if err := file.Sync(); err != nil {
+	write := func(out io.Writer) error {
+		bw := bufio.NewWriterSize(out, 256<<10)
+		if err := export.Run(path, newWriter(bw), export.Options{Redactor: redact.New(redact.Options{Keys: o.Redact})}, progress); err != nil {
+			return exportErr(path, err)
+		}
+		if err := bw.Flush(); err != nil {
 			return fmt.Errorf("export: %v", err)
 		}
-		if err := file.Close(); err != nil {
-			return fmt.Errorf("export: %v", err)
-		}
-		if err := os.Rename(file.Name(), o.Output); err != nil {
-			return fmt.Errorf("export: %v", err)
-		}
+		return nil
 	}
-	return nil
+	if o.Output == "" {
+		return write(stdio.Out)
+	}
+	// -o: through a temporary file renamed over a regular target, straight
+	// into a device or FIFO; the target is untouched when anything fails.
+	return writeFailed("export", safefile.Write(o.Output, safefile.Options{}, write))
 }
 
 // progressBar draws one line: a 30-cell bar, the share of the cassette read,

@@ -95,9 +95,10 @@ func runNormalize(in, out string, o *normalizeOptions, stdio Stdio) error {
 		}
 	}
 	recs[0].Header = &h
-	if err := writeShrunk(out, recs); err != nil {
-		return fmt.Errorf("normalize: writing %s: %v", out, err)
+	if err := writeCassetteFile(out, recs); err != nil {
+		return writeFailed("normalize", err)
 	}
+	warnCut(stdio.Err, "normalize", in, out, recs)
 	fmt.Fprintf(stdio.Err, "rpctap normalize: %d of %d records changed, %d placeholders (%s); wrote %s\n",
 		changed, len(recs)-1, len(n.Used()), strings.Join(n.Used(), " "), out)
 	return damageExit("normalize", in, damage, stdio.Err)

@@ -27,7 +27,11 @@ type replayFlags struct {
 	Window     int
 	Fault      []string // replay, verify: --fault rules
 	FaultsFile string   // replay, verify: --faults FILE
+	connGiven  bool     // --conn was given (set by options)
 }
+
+// connSet reports whether --conn was given.
+func (f *replayFlags) connSet() bool { return f.connGiven }
 
 // defineFaults adds the fault injection flags (replay and verify).
 func (f *replayFlags) defineFaults(fs *pflag.FlagSet) {
@@ -55,6 +59,7 @@ func (f *replayFlags) options(fs *pflag.FlagSet) ([]replay.Option, error) {
 		opts = append(opts, replay.WithProtocol(f.Protocol))
 	}
 	if fs.Changed("conn") {
+		f.connGiven = true
 		if f.Conn < 0 {
 			return nil, Usagef("--conn must be 0 or more")
 		}

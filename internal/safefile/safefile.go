@@ -292,3 +292,71 @@ func MkdirFor(path string) error {
 	}
 	return nil
 }
+
+// Beside returns an unused temporary name beside path's real target
+// (symlinks followed; the directory is created 0700), for a writer that
+// creates the file itself (the recorder behind `verify --update`) and then
+// hands it to Commit. For a target written directly it is a name in the
+// system's temporary directory. Making the name here, before the writer
+// runs, finds a directory that cannot be written before any work is done.
+func Beside(path string) (string, error) {
+	real, st, err := resolve(path)
+	if err != nil {
+		return "", &Error{Path: path, Op: "resolve", Err: err}
+	}
+	dir := filepath.Dir(real)
+	if direct(real, st) {
+		dir = os.TempDir()
+	} else if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", &Error{Path: path, Op: "create the directory", Err: unwrapPath(err)}
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(real)+".rpctap-tmp-*")
+	if err != nil {
+		return "", &Error{Path: path, Op: "create", Err: unwrapPath(err)}
+	}
+	name := f.Name()
+	f.Close()
+	os.Remove(name) // the writer creates it (cassette.Create refuses to replace)
+	return name, nil
+}
+
+// Commit puts the finished, synced file tmp (from Beside) in place of path
+// by the rule of Write: verified and renamed over a regular or missing
+// target, copied into a device or FIFO. tmp is gone afterwards in every
+// case; on failure the target is untouched.
+func Commit(tmp, path string, o Options) error {
+	defer os.Remove(tmp)
+	real, st, err := resolve(path)
+	if err != nil {
+		return &Error{Path: path, Op: "resolve", Err: err}
+	}
+	if st != nil && st.IsDir() {
+		return &Error{Path: path, Op: "open", Err: errors.New("is a directory")}
+	}
+	if direct(real, st) {
+		return writeDirect(path, real, func(w io.Writer) error {
+			f, err := os.Open(tmp)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			_, err = io.Copy(w, f)
+			return err
+		})
+	}
+	if st != nil {
+		if err := os.Chmod(tmp, st.Mode().Perm()); err != nil {
+			return &Error{Path: path, Op: "chmod", Err: unwrapPath(err)}
+		}
+	}
+	if o.Verify != nil {
+		if err := o.Verify(tmp); err != nil {
+			return &Error{Path: path, Op: "read back", Err: err}
+		}
+	}
+	if err := os.Rename(tmp, real); err != nil {
+		return &Error{Path: path, Op: "rename", Err: unwrapPath(err)}
+	}
+	syncDir(filepath.Dir(real))
+	return nil
+}

@@ -288,3 +288,40 @@ func TestDirectoryTargetRefused(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+func TestBesideAndCommit(t *testing.T) {
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "real"), 0o755)
+	target := filepath.Join(dir, "real", "x.cassette")
+	os.WriteFile(target, []byte("old"), 0o640)
+	link := filepath.Join(dir, "x.cassette")
+	os.Symlink("real/x.cassette", link)
+	tmp, err := Beside(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Dir(tmp) != filepath.Join(dir, "real") {
+		t.Fatalf("temporary %s not beside the real target", tmp)
+	}
+	os.WriteFile(tmp, []byte("refused"), 0o600)
+	if err := Commit(tmp, link, Options{Verify: func(string) error { return errors.New("no end record") }}); !IsError(err) {
+		t.Fatalf("refused commit: %v", err)
+	}
+	if read(t, target) != "old" {
+		t.Fatal("a refused commit changed the target")
+	}
+	if _, err := os.Stat(tmp); err == nil {
+		t.Error("the temporary file of a refused commit is left")
+	}
+	tmp, _ = Beside(link)
+	os.WriteFile(tmp, []byte("new"), 0o600)
+	if err := Commit(tmp, link, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if lst, _ := os.Lstat(link); lst.Mode()&fs.ModeSymlink == 0 || read(t, target) != "new" {
+		t.Fatal("commit through the symlink")
+	}
+	if st, _ := os.Stat(target); st.Mode().Perm() != 0o640 {
+		t.Errorf("mode %v, want the old 0640", st.Mode().Perm())
+	}
+}

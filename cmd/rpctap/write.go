@@ -1,0 +1,102 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/safefile"
+)
+
+// Writing files and stdout. Every file rpctap writes other than the live
+// recording goes through internal/safefile (a temporary file beside the
+// target, synced, read back, renamed; devices and FIFOs written directly);
+// a write that fails is rpctap's failure, exit 125, in one line.
+
+// writeCassetteFile writes recs (header first) as a whole cassette at path:
+// every record but the end record in order, numbered afresh, then an end
+// record (the one recs holds, else one at the last record's time), so that
+// the file always reads to its end, even when recs came from a cassette
+// cut off by a killed recorder. A regular target is read back to its end
+// record before it replaces what was there.
+func writeCassetteFile(path string, recs []cassette.Record) error {
+	return safefile.Write(path, safefile.Options{Verify: completeCassette}, func(out io.Writer) error {
+		return encodeCassette(out, recs)
+	})
+}
+
+// encodeCassette writes recs to out as one complete cassette.
+func encodeCassette(out io.Writer, recs []cassette.Record) error {
+	w, err := cassette.NewWriter(out, *recs[0].Header, nil)
+	if err != nil {
+		return err
+	}
+	var end *cassette.Record
+	for i := 1; i < len(recs); i++ {
+		r := recs[i]
+		if r.K == cassette.KindEnd {
+			end = &recs[i]
+			continue
+		}
+		r.N = 0
+		if err := w.Append(&r); err != nil {
+			return err
+		}
+	}
+	if end != nil {
+		return w.CloseAt(end.T)
+	}
+	return w.Close()
+}
+
+// writeFailed turns a failure to write a file into the command's one line
+// (exit 125); any other error (a damaged input found while writing) is
+// returned as it is.
+func writeFailed(cmd string, err error) error {
+	if safefile.IsError(err) {
+		return fmt.Errorf("%s: %v", cmd, err)
+	}
+	return err
+}
+
+// outputGuard sits between a command and its stdout and keeps the first
+// write error, so that a report lost to a full disk or a closed file is
+// exit 125 however the command writes (fmt.Fprintf ignores errors, a
+// bufio.Writer reports them only at Flush). Commands whose stdout is a
+// protocol stream (record, replay) are not guarded: they handle their own.
+type outputGuard struct {
+	mu  sync.Mutex
+	w   io.Writer
+	err error
+}
+
+func (g *outputGuard) Write(p []byte) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.err != nil {
+		return 0, g.err
+	}
+	n, err := g.w.Write(p)
+	if err != nil {
+		g.err = err
+	}
+	return n, err
+}
+
+func (g *outputGuard) failed() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.err
+}
+
+// warnCut says once on w that the cassette path was cut off (no end
+// record: a killed recorder) and that out ends at its last whole record.
+func warnCut(w io.Writer, cmd, path, out string, recs []cassette.Record) {
+	for i := range recs {
+		if recs[i].K == cassette.KindEnd {
+			return
+		}
+	}
+	fmt.Fprintf(w, "rpctap %s: warning: %s was cut off (no end record: a killed recorder); %s ends with an end record after its last whole record\n", cmd, path, out)
+}
