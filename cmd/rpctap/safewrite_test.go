@@ -408,14 +408,21 @@ func runAsNobody(t *testing.T, dir string, argv ...string) (runResult, bool) {
 	if os.Geteuid() != 0 {
 		return run(t, dir, "", argv...), true
 	}
-	// nobody must reach the binary and the files: every directory above
-	// them must be searchable.
-	for _, p := range []string{argv[0], dir} {
-		if err := unix.Faccessat(unix.AT_FDCWD, p, unix.X_OK, 0); err != nil {
-			t.Logf("cannot check as nobody: %v", err)
-		}
+	// nobody must reach the binary: a copy named rpctap (testscript runs
+	// the command named by argv[0]) in a directory anyone can search.
+	bin, err := os.MkdirTemp("", "rpctap-nobody-")
+	if err != nil {
+		t.Fatal(err)
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
+	defer os.RemoveAll(bin)
+	os.Chmod(bin, 0o755)
+	self, _ := os.Executable()
+	exe := filepath.Join(bin, "rpctap")
+	if b, err := os.ReadFile(self); err != nil || os.WriteFile(exe, b, 0o755) != nil {
+		t.Logf("read-only directory as nobody not covered: cannot copy %s", self)
+		return runResult{}, false
+	}
+	cmd := exec.Command(exe, argv[1:]...)
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	var out, errb bytes.Buffer
@@ -438,4 +445,31 @@ func runAsNobody(t *testing.T, dir string, argv ...string) (runResult, bool) {
 		return runResult{}, false
 	}
 	return runResult{out.String(), errb.String(), cmd.ProcessState.ExitCode()}, true
+}
+
+// TestKilledWriterLeavesTarget: shrink killed (SIGKILL) in the middle of
+// its runs leaves the -o target byte for byte as it was.
+func TestKilledWriterLeavesTarget(t *testing.T) {
+	t.Parallel()
+	rp := rpctapPath(t)
+	dir := t.TempDir()
+	demo := demoCassette(t, dir)
+	target := filepath.Join(dir, "keep.cassette")
+	os.WriteFile(target, []byte("the only copy"), 0o600)
+	// Fails while session/prompt is kept: a dozen runs of 0.3s or more.
+	test := `sleep 0.3; if rpctap cat "$RPCTAP_CASSETTE" | grep -q session/prompt; then exit 1; fi`
+	cmd := exec.Command(rp, "shrink", "-o", target, "--test", test, demo)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1200 * time.Millisecond)
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	cmd.Wait()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
+		t.Fatalf("shrink finished before it was killed (%v): make the runs slower", cmd.ProcessState)
+	}
+	if !bytes.Equal(fileBytes(t, target), []byte("the only copy")) {
+		t.Fatal("the target changed")
+	}
 }
