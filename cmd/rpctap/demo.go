@@ -49,6 +49,7 @@ before pointing it at a real agent.`,
 	})
 	register(&command{
 		Name:    "demo-agent",
+		Stream:  true,
 		Hidden:  true,
 		Summary: "the bundled demo ACP agent (speaks on stdin/stdout)",
 		Usage:   "demo-agent [--delay D]",
@@ -60,10 +61,12 @@ before pointing it at a real agent.`,
 		},
 	})
 	register(&command{
-		Name:    "demo-client",
-		Hidden:  true,
-		Summary: "the bundled demo ACP client: runs CMD as its agent",
-		Usage:   "demo-client [--deny] -- CMD [ARGS...]",
+		Name:      "demo-client",
+		ChildArgs: true,
+		Stream:    true,
+		Hidden:    true,
+		Summary:   "the bundled demo ACP client: runs CMD as its agent",
+		Usage:     "demo-client [--deny] -- CMD [ARGS...]",
 		Flags: func(fs *pflag.FlagSet) func([]string, Stdio) error {
 			deny := fs.Bool("deny", false, "reject the permission request")
 			return func(args []string, stdio Stdio) error {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/rpctap/rpctap/cassette"
@@ -97,6 +96,7 @@ type replayOptions struct {
 func init() {
 	register(&command{
 		Name:    "replay",
+		Stream:  true,
 		Summary: "stand in for a recorded child: answer the parent from a cassette",
 		Usage:   "replay [flags] CASSETTE",
 		Long: `Plays the child's side of a recording. Put 'rpctap replay CASSETTE' where the
@@ -126,9 +126,6 @@ See docs/replay.md.`,
 			o.define(fs, true)
 			o.defineFaults(fs)
 			return func(args []string, stdio Stdio) error {
-				if len(args) > 1 && strings.HasPrefix(args[1], "-") {
-					return Usagef("replay: flags go before the cassette: rpctap replay [flags] CASSETTE (got %s after it)", args[1])
-				}
 				if len(args) != 1 {
 					return Usagef("replay needs exactly one cassette (got %d)", len(args))
 				}

@@ -34,9 +34,10 @@ type shrinkOptions struct {
 
 func init() {
 	register(&command{
-		Name:    "shrink",
-		Summary: "reduce a failing cassette to the few frames that still make it fail",
-		Usage:   "shrink [flags] CASSETTE (-- CMD [ARGS...] | --parent CMD | --check CODE | --test CMD)",
+		Name:      "shrink",
+		ChildArgs: true,
+		Summary:   "reduce a failing cassette to the few frames that still make it fail",
+		Usage:     "shrink [flags] CASSETTE (-- CMD [ARGS...] | --parent CMD | --check CODE | --test CMD)",
 		Long: `Delta-debugs a cassette: leaves out as many frames as it can while the failure
 still happens, and writes the smallest failing cassette it finds (CASSETTE's
 name with .min before .cassette unless -o says otherwise). CASSETTE itself is

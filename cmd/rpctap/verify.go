@@ -29,9 +29,10 @@ type verifyOptions struct {
 
 func init() {
 	register(&command{
-		Name:    "verify",
-		Summary: "drive a real child with a recording's parent side and compare",
-		Usage:   "verify [flags] CASSETTE -- CMD [ARGS...]",
+		Name:      "verify",
+		ChildArgs: true,
+		Summary:   "drive a real child with a recording's parent side and compare",
+		Usage:     "verify [flags] CASSETTE -- CMD [ARGS...]",
 		Long: `Plays the parent's side of a recording against a real child: each recorded
 parent frame is sent once the child frames recorded before it have arrived (or
 after --timeout), and everything the child says is compared with the recording

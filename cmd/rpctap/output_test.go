@@ -1,0 +1,121 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runToFull runs rpctap with its stdout on /dev/full (a redirection, as a
+// shell's `> /dev/full`; never -o onto a system device).
+func runToFull(t *testing.T, dir string, args ...string) (int, string) {
+	t.Helper()
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skipf("no /dev/full: %v", err)
+	}
+	defer full.Close()
+	cmd := exec.Command(rpctapPath(t), args...)
+	cmd.Dir = dir
+	cmd.Stdout = full
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	cmd.Run()
+	return cmd.ProcessState.ExitCode(), errb.String()
+}
+
+// TestStdoutWriteFailure (issue 20 item 9): every command that writes a
+// report on stdout exits 125 with one line when the write fails, whatever
+// it found (check --format junit used to exit 0 with an empty report, text
+// diff 1).
+func TestStdoutWriteFailure(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	demo := demoCassette(t, dir)
+	other := filepath.Join(dir, "other.cassette")
+	if r := run(t, dir, "", rpctapPath(t), "shrink", "-o", other, "--test", "exit 1", demo); r.code != 0 {
+		t.Fatalf("shrink: %d %s", r.code, r.stderr)
+	}
+	for _, args := range [][]string{
+		{"check", demo},
+		{"check", "--format", "json", demo},
+		{"check", "--format", "junit", demo},
+		{"diff", demo, other},
+		{"diff", "--format", "json", demo, other},
+		{"cat", demo},
+		{"cat", "--format", "table", demo},
+		{"cat", "--raw", "-d", "out", demo},
+		{"view", "--dump", "80x24", demo},
+		{"export", "--format", "har", demo},
+		{"export", "--format", "trace", demo},
+		{"export", "--format", "otlp", demo},
+		{"export", "--format", "html", demo},
+		{"verify", demo, "--", rpctapPath(t), "demo-agent"},
+		{"--help"},
+		{"help", "exit-codes"},
+		{"--version"},
+		{"check", "--help"},
+	} {
+		code, stderr := runToFull(t, dir, args...)
+		if code != ExitInternal {
+			t.Errorf("%v > /dev/full: exit %d, want %d\n%s", args, code, ExitInternal, stderr)
+		}
+		// verify's child may say a line of its own on stderr; rpctap's is one.
+		var own []string
+		for _, l := range strings.Split(strings.TrimSpace(stderr), "\n") {
+			if strings.HasPrefix(l, "rpctap") {
+				own = append(own, l)
+			}
+		}
+		if len(own) != 1 || !strings.Contains(own[0], "cannot write the output") || !strings.Contains(own[0], "no space left on device") {
+			t.Errorf("%v > /dev/full: stderr %q; want one line saying the output could not be written", args, stderr)
+		}
+	}
+}
+
+// TestFlagsAfterFiles: commands that take files accept their flags after
+// the files too (check FILE --max 2 used to read "--max" and "2" as files);
+// an unknown flag is a usage error naming it; commands that run a child
+// keep their rule (everything after the cassette is the child's).
+func TestFlagsAfterFiles(t *testing.T) {
+	t.Parallel()
+	rp := rpctapPath(t)
+	dir := t.TempDir()
+	demo := demoCassette(t, dir)
+	for _, c := range []struct {
+		args []string
+		code int
+		want string // in stdout (exit 0) or stderr
+	}{
+		{[]string{"check", demo, "--max", "2"}, 0, "protocol acp"},
+		{[]string{"check", demo, "--format", "json"}, 0, `"files"`},
+		{[]string{"cat", demo, "--format", "table"}, 0, "session/prompt"},
+		{[]string{"diff", demo, demo, "--format", "json"}, 0, `"frames": []`},
+		{[]string{"export", demo, "--format", "har"}, 0, `"version":"1.2"`},
+		{[]string{"view", demo, "--dump", "80x24"}, 0, "session/prompt"},
+		{[]string{"check", demo, "--frob"}, ExitUsage, "unknown flag: --frob"},
+		{[]string{"cat", demo, "--frob"}, ExitUsage, "unknown flag: --frob"},
+		{[]string{"normalize", demo, "out.cassette", "--frob"}, ExitUsage, "unknown flag: --frob"},
+		{[]string{"replay", demo, "--frob"}, ExitUsage, "unknown flag: --frob"},
+		{[]string{"verify", demo, "--timeout", "1s", "--", "cat"}, ExitUsage, "flags go before the cassette"},
+		{[]string{"shrink", demo, "--test", "false"}, ExitUsage, "flags go before the cassette"},
+	} {
+		r := run(t, dir, "", append([]string{rp}, c.args...)...)
+		got := r.stdout
+		if c.code != 0 {
+			got = r.stderr
+		}
+		if r.code != c.code || !strings.Contains(got, c.want) {
+			t.Errorf("%v: exit %d, want %d with %q\nstdout %.300s\nstderr %s", c.args, r.code, c.code, c.want, r.stdout, r.stderr)
+		}
+	}
+	// record keeps its rule: flags after the first word of the child's
+	// command line are the child's.
+	r := run(t, dir, "", rp, "record", "-q", "-o", filepath.Join(dir, "r.cassette"), "--", "sh", "-c", "echo $0", "--frob")
+	if r.code != 0 || strings.TrimSpace(r.stdout) != "--frob" {
+		t.Errorf("record: exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+}
