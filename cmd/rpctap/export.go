@@ -53,8 +53,8 @@ docs/export.md.`,
 			fs.StringVar(&o.Format, "format", "", "har, trace, otlp or html (required)")
 			fs.StringVarP(&o.Output, "output", "o", "", "write to `FILE` (default: stdout)")
 			fs.StringArrayVar(&o.Redact, "redact", nil, "also redact the values of JSON key `KEY` (repeatable)")
-			fs.BoolVar(&o.Payloads, "payloads", false, "otlp: include request and response bodies as span attributes")
-			fs.BoolVar(&o.Send, "send", false, "otlp: send the spans to the endpoint OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT) names, with the OpenTelemetry SDK (OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf or grpc), instead of writing them")
+			fs.BoolVar(&o.Payloads, "payloads", false, "otlp only: include request and response bodies as span attributes")
+			fs.BoolVar(&o.Send, "send", false, "otlp only, not with -o: send the spans to the endpoint OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT) names, with the OpenTelemetry SDK (OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf or grpc), instead of writing them")
 			return func(args []string, stdio Stdio) error {
 				if len(args) != 1 {
 					return Usagef("export needs one cassette (got %d)", len(args))
@@ -66,6 +66,11 @@ docs/export.md.`,
 }
 
 func runExport(o *exportOptions, path string, stdio Stdio) error {
+	// A flag that does nothing with the format chosen is refused, not
+	// ignored: --payloads and --send are OTLP's.
+	if o.Payloads && o.Format != "otlp" && o.Format != "" {
+		return Usagef("--payloads is for --format otlp (har and html always hold the bodies; trace holds none)")
+	}
 	if o.Send {
 		return runExportSend(o, path, stdio)
 	}

@@ -5,8 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/rpctap/rpctap/cassette"
 )
 
 // runToFull runs rpctap with its stdout on /dev/full (a redirection, as a
@@ -117,5 +120,52 @@ func TestFlagsAfterFiles(t *testing.T) {
 	r := run(t, dir, "", rp, "record", "-q", "-o", filepath.Join(dir, "r.cassette"), "--", "sh", "-c", "echo $0", "--frob")
 	if r.code != 0 || strings.TrimSpace(r.stdout) != "--frob" {
 		t.Errorf("record: exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestRefusedCombinations: what would silently do nothing is a usage error
+// that says why (issue 20, "CLI and docs"): a fault rule that can never
+// fire under verify or replay, replay or verify of a socket-mode cassette
+// without --conn (it names the connections), export flags that do not go
+// with the format.
+func TestRefusedCombinations(t *testing.T) {
+	t.Parallel()
+	rp := rpctapPath(t)
+	dir := t.TempDir()
+	demo := demoCassette(t, dir)
+	sock := filepath.Join(dir, "socket.cassette")
+	w, err := cassette.Create(sock, cassette.Header{Mode: "socket", Protocol: "jsonrpc", Listen: "/tmp/a.sock", Upstream: "/tmp/b.sock"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range []int{1, 2, 1, 2} {
+		r := cassette.NewLineRecord(cassette.KindFrame, cassette.DirIn, []byte(`{"jsonrpc":"2.0","method":"n","params":{"i":`+strconv.Itoa(i)+`}}`), "\n")
+		r.Conn = c
+		w.Append(&r)
+	}
+	w.Close()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"verify", "--fault", "drop dir=out", demo, "--", "true"}, "can never fire: verify sends only dir=in frames"},
+		{[]string{"verify", "--fault", "drop method=nosuch/thing", demo, "--", "true"}, "no frame with method nosuch/thing"},
+		{[]string{"verify", "--fault", "kill frame=99", demo, "--", "true"}, "verify sends 5 frames"},
+		{[]string{"replay", "--fault", "drop dir=in", demo}, "can never fire: replay sends only dir=out frames"},
+		{[]string{"replay", sock}, "2 connections (1, 2): choose one with --conn N"},
+		{[]string{"verify", sock, "--", "cat"}, "2 connections (1, 2): choose one with --conn N"},
+		{[]string{"export", "--format", "har", "--payloads", demo}, "--payloads is for --format otlp"},
+		{[]string{"export", "--format", "trace", "--send", demo}, "--send is for --format otlp"},
+		{[]string{"export", "--format", "otlp", "--send", "-o", "x.json", demo}, "--send and -o exclude each other"},
+	} {
+		r := run(t, dir, "", append([]string{rp}, c.args...)...)
+		if r.code != ExitUsage || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d with %q", c.args, r.code, r.stderr, ExitUsage, c.want)
+		}
+	}
+	// A rule that can fire is taken: verify injects it and reports.
+	r := run(t, dir, "", rp, "verify", "--fault", "drop method=session/prompt", demo, "--", rp, "demo-agent")
+	if r.code != ExitFindings || !strings.Contains(r.stdout, "fault injected: drop method=session/prompt") {
+		t.Errorf("a rule that fires: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 }

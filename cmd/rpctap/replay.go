@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sort"
+	"strings"
 	"syscall"
 
 	"github.com/rpctap/rpctap/cassette"
@@ -26,7 +28,8 @@ type replayFlags struct {
 	Window     int
 	Fault      []string // replay, verify: --fault rules
 	FaultsFile string   // replay, verify: --faults FILE
-	connGiven  bool     // --conn was given (set by options)
+	connGiven  bool           // --conn was given (set by options)
+	faults     []replay.Fault // the rules parsed (set by options)
 }
 
 // connSet reports whether --conn was given.
@@ -68,6 +71,7 @@ func (f *replayFlags) options(fs *pflag.FlagSet) ([]replay.Option, error) {
 	if err != nil {
 		return nil, err
 	}
+	f.faults = faults
 	if len(faults) > 0 {
 		opts = append(opts, replay.WithFaults(faults...))
 	}
@@ -136,6 +140,9 @@ See docs/replay.md.`,
 				if err != nil {
 					return err
 				}
+				if err := faultsCanFire("replay", o.faults, cassette.DirOut, nil, 0); err != nil {
+					return err
+				}
 				return runReplay(args[0], o, opts, stdio)
 			}
 		},
@@ -152,6 +159,13 @@ func runReplay(path string, o *replayOptions, opts []replay.Option, stdio Stdio)
 		return Inputf("replay: %v", err)
 	}
 	defer src.Close()
+	if src.Header.Mode == "socket" && !o.connSet() {
+		// Which connection to play is the user's choice, not the file's
+		// fault: a usage error that names them.
+		if conns := frameConns(path); len(conns) > 1 {
+			return Usagef("replay: %s is a socket-mode recording of %d connections (%s): choose one with --conn N", path, len(conns), joinConns(conns))
+		}
+	}
 	src.Warn = func(msg string) { fmt.Fprintf(stdio.Err, "rpctap replay: warning: %s\n", msg) }
 	opts = append(opts, replay.WithSpeed(o.Speed), replay.WithStrict(o.Strict),
 		replay.WithReport(stdio.Err), replay.WithName("rpctap replay"), replay.WithPrefetchNice(replayPrefetchNice))
@@ -272,4 +286,40 @@ func relaySignals(sigc <-chan os.Signal, names chan<- string, stop <-chan struct
 // die of SIGPIPE or EPIPE, nothing for rpctap to report.
 func isBrokenPipe(err error) bool {
 	return errors.Is(err, syscall.EPIPE) || errors.Is(err, io.ErrClosedPipe) || errors.Is(err, os.ErrClosed)
+}
+
+// frameConns lists the connections that carry frames in the cassette at
+// path (damage is skipped here; the replay reports it where it reaches it).
+func frameConns(path string) []int {
+	rd, err := cassette.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer rd.Close()
+	seen := map[int]bool{}
+	var out []int
+	for {
+		r, err := rd.Next()
+		var de *cassette.DamageError
+		if errors.As(err, &de) {
+			continue
+		}
+		if err != nil {
+			break
+		}
+		if r.K == cassette.KindFrame && !seen[r.Conn] {
+			seen[r.Conn] = true
+			out = append(out, r.Conn)
+		}
+	}
+	sort.Ints(out)
+	return out
+}
+
+func joinConns(cs []int) string {
+	s := make([]string, len(cs))
+	for i, c := range cs {
+		s[i] = fmt.Sprint(c)
+	}
+	return strings.Join(s, ", ")
 }

@@ -101,6 +101,18 @@ func runVerify(path string, argv []string, o *verifyOptions, opts []replay.Optio
 	for _, d := range rec.Damage {
 		fmt.Fprintf(stdio.Err, "rpctap verify: %s: %v\n", path, d)
 	}
+	if conns := rec.Conns(); rec.Header.Mode == "socket" && !o.connSet() && len(conns) > 1 {
+		return Usagef("verify: %s is a socket-mode recording of %d connections (%s): choose one with --conn N", path, len(conns), joinConns(conns))
+	}
+	conn := o.Conn
+	if !o.connSet() {
+		if cs := rec.Conns(); len(cs) > 0 {
+			conn = cs[0]
+		}
+	}
+	if err := faultsCanFire("verify", o.faults, cassette.DirIn, rec.Records, conn); err != nil {
+		return err
+	}
 	proto, err := replay.Check(rec, opts...)
 	if err != nil {
 		return Inputf("verify: %v", err)
