@@ -31,6 +31,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // Options tune Write.
@@ -123,11 +124,13 @@ func resolve(path string) (string, fs.FileInfo, error) {
 			return p, st, nil
 		}
 		lst, err := os.Lstat(p)
-		if errors.Is(err, fs.ErrNotExist) {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			// Not there (ENOTDIR: a file where a directory should be;
+			// making the directory says so).
 			return p, nil, nil
 		}
 		if err != nil {
-			return "", nil, err
+			return "", nil, unwrapPath(err)
 		}
 		if lst.Mode()&fs.ModeSymlink == 0 {
 			return p, lst, nil
