@@ -26,8 +26,8 @@ type replayFlags struct {
 	Protocol   string
 	Conn       int
 	Window     int
-	Fault      []string // replay, verify: --fault rules
-	FaultsFile string   // replay, verify: --faults FILE
+	Fault      []string       // replay, verify: --fault rules
+	FaultsFile string         // replay, verify: --faults FILE
 	connGiven  bool           // --conn was given (set by options)
 	faults     []replay.Fault // the rules parsed (set by options)
 }
