@@ -98,7 +98,7 @@ func runNormalize(in, out string, o *normalizeOptions, stdio Stdio) error {
 	if err := writeCassetteFile(out, recs); err != nil {
 		return writeFailed("normalize", err)
 	}
-	warnCut(stdio.Err, "normalize", in, out, recs)
+	warnCut(stdio.Err, "normalize", in, out, recs, damage)
 	fmt.Fprintf(stdio.Err, "rpctap normalize: %d of %d records changed, %d placeholders (%s); wrote %s\n",
 		changed, len(recs)-1, len(n.Used()), strings.Join(n.Used(), " "), out)
 	return damageExit("normalize", in, damage, stdio.Err)

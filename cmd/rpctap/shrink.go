@@ -124,6 +124,12 @@ func runShrink(path string, child []string, o *shrinkOptions, stdio Stdio) error
 	if err != nil {
 		return Inputf("shrink: %v", err)
 	}
+	if _, frames := frameStats(recs); frames == 0 {
+		for _, d := range damage {
+			fmt.Fprintf(stdio.Err, "rpctap shrink: %s: %v\n", path, d)
+		}
+		return Inputf("shrink: %s holds no frames: nothing to shrink", path)
+	}
 	plan := shrink.NewPlan(recs)
 	out := o.Out
 	if out == "" {
@@ -185,7 +191,7 @@ func runShrink(path string, child []string, o *shrinkOptions, stdio Stdio) error
 	if err := writeCassetteFile(out, final); err != nil {
 		return writeFailed("shrink", err)
 	}
-	warnCut(stdio.Err, "shrink", path, out, recs)
+	warnCut(stdio.Err, "shrink", path, out, recs, damage)
 	if !o.Quiet {
 		fb, ff := frameStats(recs)
 		ab, af := frameStats(final)

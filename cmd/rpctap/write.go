@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -92,11 +93,49 @@ func (g *outputGuard) failed() error {
 
 // warnCut says once on w that the cassette path was cut off (no end
 // record: a killed recorder) and that out ends at its last whole record.
-func warnCut(w io.Writer, cmd, path, out string, recs []cassette.Record) {
+func warnCut(w io.Writer, cmd, path, out string, recs []cassette.Record, damage []*cassette.DamageError) {
+	if len(damage) > 0 {
+		return // the damage lines say what was lost, the end record with it
+	}
 	for i := range recs {
 		if recs[i].K == cassette.KindEnd {
 			return
 		}
 	}
 	fmt.Fprintf(w, "rpctap %s: warning: %s was cut off (no end record: a killed recorder); %s ends with an end record after its last whole record\n", cmd, path, out)
+}
+
+// reportReadProblems reads the cassette at path through once, as cat does,
+// and says on w what a reading command must say about it: one warning line
+// when it ends early (no end record: a killed recorder), one line per
+// damaged range, then an exit-4 error when it was damaged. view --dump uses
+// it: the viewer shows unreadable rows but a script reads only its status.
+func reportReadProblems(cmd, path string, w io.Writer) error {
+	rd, err := cassette.Open(path)
+	if err != nil {
+		return Inputf("%s: %s: %v", cmd, path, describeCassetteErr(err))
+	}
+	defer rd.Close()
+	var damage []*cassette.DamageError
+	for {
+		_, err := rd.Next()
+		if err == nil {
+			continue
+		}
+		var de *cassette.DamageError
+		var te *cassette.TruncatedError
+		switch {
+		case errors.As(err, &de):
+			damage = append(damage, de)
+			if !de.ToEnd {
+				continue
+			}
+		case errors.As(err, &te):
+			fmt.Fprintf(w, "rpctap %s: warning: %s is %v (no end record: a killed recorder); showed every complete record\n", cmd, path, te)
+		case err != io.EOF:
+			return Inputf("%s: %s: %v", cmd, path, err)
+		}
+		break
+	}
+	return damageExit(cmd, path, damage, w)
 }
