@@ -89,8 +89,8 @@ func TestDamageMatrix(t *testing.T) {
 	// What the cassette reader itself finds in each input: the damaged
 	// ranges, and whether any frame is readable.
 	type truth struct {
-		ranges []string // "bytes A-B" of each damaged range
-		frames int
+		ranges  []string // "bytes A-B" of each damaged range
+		frames  int
 		openErr bool
 	}
 	truthOf := func(p string) truth {
@@ -313,4 +313,3 @@ func containsInt(s []int, v int) bool {
 	}
 	return false
 }
-
