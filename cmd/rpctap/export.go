@@ -28,7 +28,7 @@ type exportOptions struct {
 func init() {
 	register(&command{
 		Name:    "export",
-		Summary: "write a cassette as HAR, a Chrome/Perfetto trace, or OpenTelemetry OTLP/JSON",
+		Summary: "write a cassette as HAR, a Chrome/Perfetto trace, OpenTelemetry OTLP/JSON or an HTML report",
 		Usage:   "export --format har|trace|otlp|html [flags] CASSETTE",
 		Long: `Writes the cassette's requests with their answers (and its notifications and
 events) in a format other tools open:
@@ -42,7 +42,13 @@ events) in a format other tools open:
           one's request and response, and the transcript
 Secrets are redacted as when recording (--redact KEY adds keys). The cassette
 is read once and streamed: memory stays bounded however large it is. Mappings:
-docs/export.md.`,
+docs/export.md.
+
+Flags by format: -o and --redact go with every format; --payloads and --send
+are otlp's only, and --send (spans to an endpoint) excludes -o. A flag that
+would do nothing with the format chosen is refused. -o writes through a
+temporary file renamed over a regular file (a missing directory is made);
+a FIFO or a device is written directly, a symlink written through.`,
 		Example: `  rpctap export --format har -o session.har session.cassette
   rpctap export --format trace -o trace.json session.cassette   # open in ui.perfetto.dev
   rpctap export --format otlp --payloads session.cassette > spans.json

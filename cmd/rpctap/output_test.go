@@ -169,3 +169,25 @@ func TestRefusedCombinations(t *testing.T) {
 		t.Errorf("a rule that fires: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestREADMEClaims: the README's command list, -o list, Layout line and
+// fault injection section say what the commands do (issue 20).
+func TestREADMEClaims(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	for _, want := range []string{
+		"`-o/--output FILE` is a file rpctap writes\n(`record`, `demo`, `shrink`, `export`)",
+		"internal/export/     HAR, Chrome/Perfetto trace, OTLP/JSON and HTML report writers",
+		"## Fault injection",
+		"rpctap verify --fault",
+		"A missing directory of `-o` or `--dir` is created (mode 0700) by every command",
+		"flags after the files too",
+	} {
+		if !strings.Contains(readme, want) {
+			t.Errorf("README.md lacks %q", want)
+		}
+	}
+}

@@ -44,7 +44,7 @@ func (f *replayFlags) defineFaults(fs *pflag.FlagSet) {
 func (f *replayFlags) define(fs *pflag.FlagSet, window bool) {
 	fs.StringArrayVar(&f.Ignore, "ignore", nil, "leave a field out of comparisons: a JSON pointer such as /params/cwd, with * and ** segments (/params/**/timestamp); repeatable")
 	fs.BoolVar(&f.NoDefaults, "no-default-ignores", false, "do not ignore the protocol's volatile fields (session ids, cwd, timestamps, ...)")
-	fs.StringVar(&f.Protocol, "protocol", "", "the cassette's protocol, when it does not say (acp, mcp, jsonrpc, synaps, opi, pi, brainwires, raw)")
+	fs.StringVar(&f.Protocol, "protocol", "", "the cassette's protocol, when it does not say ("+strings.Join(protocol.Names(), ", ")+")")
 	fs.IntVar(&f.Conn, "conn", 0, "socket-mode cassettes: the connection `N` to use (1, 2, ...); needed when there are several")
 	if window {
 		fs.IntVar(&f.Window, "window", 16, "how many pending recorded frames an arriving frame may match out of order")
