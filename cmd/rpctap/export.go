@@ -95,7 +95,7 @@ func runExport(o *exportOptions, path string, stdio Stdio) error {
 	default:
 		return Usagef("--format must be har, trace, otlp or html, not %q", o.Format)
 	}
-	if o.Output != "" && abs(o.Output) == abs(path) {
+	if o.Output != "" && sameFile(o.Output, path) {
 		return Usagef("export: -o would overwrite the cassette %s", path)
 	}
 	var progress func(export.Progress)

@@ -51,6 +51,15 @@ func runNormalize(in, out string, o *normalizeOptions, stdio Stdio) error {
 	if err != nil {
 		return Inputf("normalize: %v", err)
 	}
+	if len(damage) > 0 && sameFile(in, out) {
+		// Replacing a damaged original with a copy of what could be read
+		// would lose the damaged records for good (another tool, or a
+		// later rpctap, may read more of them).
+		for _, d := range damage {
+			fmt.Fprintf(stdio.Err, "rpctap normalize: %s: %v\n", in, d)
+		}
+		return Inputf("normalize: %s is damaged: not replacing it with a copy of its readable records; write the copy to another OUT", in)
+	}
 	h := *recs[0].Header
 	if h.Portable != nil {
 		return Inputf("normalize: %s is portable already", in)

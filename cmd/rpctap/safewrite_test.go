@@ -473,3 +473,33 @@ func TestKilledWriterLeavesTarget(t *testing.T) {
 		t.Fatal("the target changed")
 	}
 }
+
+// TestNoReplacingOriginals: a damaged cassette is never replaced by a copy
+// of what could be read of it (normalize IN IN), and -o naming the input
+// through a symlink is refused like -o naming it directly.
+func TestNoReplacingOriginals(t *testing.T) {
+	t.Parallel()
+	rp := rpctapPath(t)
+	dir := t.TempDir()
+	demo := demoCassette(t, dir)
+	b := fileBytes(t, demo)
+	b[len(b)/2] ^= 4
+	damaged := filepath.Join(dir, "damaged.cassette")
+	os.WriteFile(damaged, b, 0o600)
+	r := run(t, dir, "", rp, "normalize", damaged, damaged)
+	if r.code != ExitInput || !strings.Contains(r.stderr, "not replacing it") || !bytes.Equal(fileBytes(t, damaged), b) {
+		t.Errorf("normalize IN IN of a damaged cassette: exit %d\n%s", r.code, r.stderr)
+	}
+	link := filepath.Join(dir, "link.cassette")
+	os.Symlink("demo.cassette", link)
+	before := fileBytes(t, demo)
+	for _, args := range [][]string{
+		{"shrink", "-o", link, "--test", "exit 1", demo},
+		{"export", "--format", "har", "-o", link, demo},
+	} {
+		r := run(t, dir, "", append([]string{rp}, args...)...)
+		if r.code != ExitUsage || !bytes.Equal(fileBytes(t, demo), before) {
+			t.Errorf("%v: exit %d\n%s", args, r.code, r.stderr)
+		}
+	}
+}

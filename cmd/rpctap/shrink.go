@@ -135,7 +135,7 @@ func runShrink(path string, child []string, o *shrinkOptions, stdio Stdio) error
 	if out == "" {
 		out = strings.TrimSuffix(path, ".cassette") + ".min.cassette"
 	}
-	if abs(out) == abs(path) {
+	if sameFile(out, path) {
 		return Usagef("shrink: -o would overwrite %s; the input is never changed", path)
 	}
 	dir, err := os.MkdirTemp("", "rpctap-shrink-")

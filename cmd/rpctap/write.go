@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 
 	"github.com/rpctap/rpctap/cassette"
@@ -138,4 +139,18 @@ func reportReadProblems(cmd, path string, w io.Writer) error {
 		break
 	}
 	return damageExit(cmd, path, damage, w)
+}
+
+// sameFile reports whether a and b name the same existing file (through
+// symlinks, hard links or another spelling of the path).
+func sameFile(a, b string) bool {
+	if abs(a) == abs(b) {
+		return true
+	}
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	sb, err := os.Stat(b)
+	return err == nil && os.SameFile(sa, sb)
 }
