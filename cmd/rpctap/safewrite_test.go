@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -500,6 +501,30 @@ func TestNoReplacingOriginals(t *testing.T) {
 		r := run(t, dir, "", append([]string{rp}, args...)...)
 		if r.code != ExitUsage || !bytes.Equal(fileBytes(t, demo), before) {
 			t.Errorf("%v: exit %d\n%s", args, r.code, r.stderr)
+		}
+	}
+}
+
+// TestKnownCheckCodes: every code docs/protocols.md lists is one shrink
+// --check takes; a code outside every family is refused.
+func TestKnownCheckCodes(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "protocols.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile("(?m)^\\| `([a-z0-9]+\\.[a-z0-9.-]+)`")
+	codes := re.FindAllStringSubmatch(string(b), -1)
+	if len(codes) < 40 {
+		t.Fatalf("found %d codes in docs/protocols.md", len(codes))
+	}
+	for _, m := range codes {
+		if !knownCheckCode(m[1]) {
+			t.Errorf("shrink --check refuses %s, which docs/protocols.md lists", m[1])
+		}
+	}
+	for _, bad := range []string{"unknown-response-id", "sesion.unknown-response-id", "no.such-code", "session.", "Session.Unanswered"} {
+		if knownCheckCode(bad) {
+			t.Errorf("knownCheckCode(%q) = true", bad)
 		}
 	}
 }
