@@ -528,3 +528,34 @@ func TestKnownCheckCodes(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyUpdateThroughSymlink: --update of a symlinked cassette writes
+// the file it points at (the link stays a link) and leaves no temporary
+// file beside either.
+func TestVerifyUpdateThroughSymlink(t *testing.T) {
+	t.Parallel()
+	rp := rpctapPath(t)
+	dir := t.TempDir()
+	demoCassette(t, dir)
+	os.Mkdir(filepath.Join(dir, "store"), 0o755)
+	real := filepath.Join(dir, "store", "ref.cassette")
+	os.Rename(filepath.Join(dir, "demo.cassette"), real)
+	link := filepath.Join(dir, "ref.cassette")
+	os.Symlink("store/ref.cassette", link)
+	before := fileBytes(t, real)
+	if r := run(t, dir, "", rp, "verify", "--update", link, "--", rp, "demo-agent"); r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if lst, _ := os.Lstat(link); lst.Mode()&fs.ModeSymlink == 0 {
+		t.Fatalf("the symlink became %v", lst.Mode())
+	}
+	if bytes.Equal(fileBytes(t, real), before) {
+		t.Error("the cassette behind the link was not updated")
+	}
+	assertWhole(t, real)
+	for _, d := range []string{dir, filepath.Join(dir, "store")} {
+		if m, _ := filepath.Glob(filepath.Join(d, ".*")); len(m) > 0 {
+			t.Errorf("temporary files left: %v", m)
+		}
+	}
+}
