@@ -157,11 +157,6 @@ func TestDamageMatrix(t *testing.T) {
 	for _, c := range commands {
 		for _, in := range inputs {
 			t.Run(c.name+"/"+in.name, func(t *testing.T) {
-				if os.Getenv("RPCTAP_MATRIX_ALL") == "" && strings.HasPrefix(c.name, "export") && (in.kind == "cut" || in.kind == "flip") {
-					// RPCTAP_MATRIX_ALL=1 runs these too (remove this skip
-					// once h20b's export fix is in main).
-					t.Skip("export on a damaged or cut-off cassette reports nothing and exits 0: issue 20 item 6, h20b's pending fix (branch h20b)")
-				}
 				os.Remove(out)
 				cmd := exec.Command(rp, c.args(in.path)...)
 				cmd.Dir = dir

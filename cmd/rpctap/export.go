@@ -13,6 +13,7 @@ import (
 	"github.com/rpctap/rpctap/internal/export"
 	"github.com/rpctap/rpctap/internal/redact"
 	"github.com/rpctap/rpctap/internal/safefile"
+	"github.com/rpctap/rpctap/replay"
 	"github.com/spf13/pflag"
 )
 
@@ -110,22 +111,49 @@ func runExport(o *exportOptions, path string, stdio Stdio) error {
 		}
 		defer fmt.Fprint(stdio.Err, "\r\033[K")
 	}
+	var rep export.Report
 	write := func(out io.Writer) error {
 		bw := bufio.NewWriterSize(out, 256<<10)
-		if err := export.Run(path, newWriter(bw), export.Options{Redactor: redact.New(redact.Options{Keys: o.Redact})}, progress); err != nil {
+		r, err := export.RunReport(path, newWriter(bw), export.Options{Redactor: redact.New(redact.Options{Keys: o.Redact})}, progress)
+		if err != nil {
 			return exportErr(path, err)
 		}
+		rep = r
 		if err := bw.Flush(); err != nil {
 			return fmt.Errorf("export: %v", err)
 		}
 		return nil
 	}
 	if o.Output == "" {
-		return write(stdio.Out)
+		if err := write(stdio.Out); err != nil {
+			return err
+		}
+	} else if err := safefile.Write(o.Output, safefile.Options{}, write); err != nil {
+		// -o: through a temporary file renamed over a regular target,
+		// straight into a device or FIFO; the target is untouched when
+		// anything fails.
+		return writeFailed("export", err)
 	}
-	// -o: through a temporary file renamed over a regular target, straight
-	// into a device or FIFO; the target is untouched when anything fails.
-	return writeFailed("export", safefile.Write(o.Output, safefile.Options{}, write))
+	// What could be read was exported (and -o put in place); the damage
+	// read past is said after it.
+	return exportDamage(path, rep, stdio)
+}
+
+// exportDamage reports what export read past, once each, after the output
+// was written: every damaged range (one line each, exit 4, as cat, check,
+// diff and replay do) and an early end (one warning, exit 0: a cassette
+// whose recorder was killed is read to its last whole record).
+func exportDamage(path string, rep export.Report, stdio Stdio) error {
+	for _, d := range rep.Damaged {
+		fmt.Fprintln(stdio.Err, damageLine(path, d))
+	}
+	if msg := rep.TruncatedNote(); msg != "" {
+		fmt.Fprintf(stdio.Err, "rpctap: warning: %s: %s\n", path, msg)
+	}
+	if len(rep.Damaged) == 0 {
+		return nil
+	}
+	return Inputf("export: %s: %s; exported every readable record", path, replay.DamageSummary(rep.Damaged))
 }
 
 // progressBar draws one line: a 30-cell bar, the share of the cassette read,
@@ -170,11 +198,12 @@ func runExportSend(o *exportOptions, path string, stdio Stdio) error {
 	if err != nil {
 		return Usagef("export --send: %v", err)
 	}
-	if err := export.Run(path, w, export.Options{Redactor: redact.New(redact.Options{Keys: o.Redact}), Payloads: o.Payloads}, nil); err != nil {
+	rep, err := export.RunReport(path, w, export.Options{Redactor: redact.New(redact.Options{Keys: o.Redact}), Payloads: o.Payloads}, nil)
+	if err != nil {
 		return exportErr(path, err)
 	}
 	fmt.Fprintf(stdio.Err, "rpctap export: sent %d spans\n", w.Sent())
-	return nil
+	return exportDamage(path, rep, stdio)
 }
 
 // exportErr is export.Run's error as one line: the output's or the
