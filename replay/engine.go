@@ -81,7 +81,12 @@ type engine struct {
 	eofAt     time.Time       // the live side closed its end, not yet matched to a recorded close
 	eofOpen   bool
 	sigExit   bool // the fake child died of a signal the parent sent
-	missing   int  // recorded frames of the live side never received (finish)
+	// lingering: child role, the recorded signals that answered a child
+	// still there after its stdin closed (step.linger), pulled so far.
+	lingering []*estep
+	// stdinClosed: parent role, when the replay closed the child's stdin.
+	stdinClosed time.Time
+	missing     int // recorded frames of the live side never received (finish)
 
 	out    io.Writer          // to the live side
 	errOut io.Writer          // recorded stderr (child role)
@@ -247,6 +252,14 @@ func (e *engine) pull() *estep {
 	case stepEOF, stepSignal:
 		st.mine = r == roleParent
 		st.theirs = r == roleChild
+		if st.kind == stepSignal && st.linger && st.theirs {
+			// The recorded parent sent it because the recorded child
+			// lingered after its stdin closed; the fake child does not
+			// linger, so the live parent owes it nothing: matched if it
+			// comes, never waited for, not missed.
+			st.optional = true
+			e.lingering = append(e.lingering, st)
+		}
 	case stepExit:
 		st.mine = r == roleChild
 		if !e.sigExit {
@@ -549,6 +562,21 @@ func (e *engine) advance(now time.Time) (time.Duration, bool) {
 			return e.o.timeout - now.Sub(e.lastProgress), false
 		}
 		st := e.at(i)
+		if st.kind == stepSignal && st.linger && e.role == roleParent {
+			// Sent only to a child that lingers as the recorded one did:
+			// one that closed its output (it exited at stdin EOF) is
+			// left to end by itself, and one still there gets the
+			// signal after the recorded wait (at most the timeout).
+			if e.liveEOF {
+				st.done = true
+				e.next++
+				continue
+			}
+			wait := min(time.Duration(st.lingerGap), e.o.timeout)
+			if due := e.stdinClosed.Add(wait); !e.stdinClosed.IsZero() && due.After(now) {
+				return due.Sub(now), false
+			}
+		}
 		if e.o.speed > 0 && i > 0 {
 			base := e.start
 			mine := false
@@ -622,8 +650,22 @@ func (e *engine) send(st *estep, now time.Time) bool {
 	switch st.kind {
 	case stepExit:
 		e.exited = st.exit
+		if ex := st.exit; ex.Signal != "" && !e.sigExit {
+			for _, l := range e.lingering {
+				if !l.done && l.sig == ex.Signal {
+					// The recorded child died of a signal its parent sent
+					// only because it lingered; the live parent did not
+					// send it, so the fake child ends as one that exits at
+					// stdin EOF does.
+					e.exited = &Exit{Code: 0}
+					e.res.Exit = e.exited
+					break
+				}
+			}
+		}
 		return true
 	case stepEOF:
+		e.stdinClosed = now
 		if e.closer != nil {
 			if err := e.closer(); err != nil && e.werr == nil {
 				e.werr = fmt.Errorf("closing the child's stdin: %w", err)
