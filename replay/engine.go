@@ -57,6 +57,7 @@ type engine struct {
 	role  role
 	o     *options
 	ign   ignoreSet
+	inv   inventedSet // the protocol's invented numbers (invented.go)
 	idKey string
 	// liveCL: the live side frames its messages with Content-Length
 	// headers, so the replay's own replies (refusals) do too.
@@ -98,6 +99,9 @@ type engine struct {
 	open   int               // index of the first theirs step not done (nor waived)
 	issued map[string]string // ids of requests the replay sent -> their method
 	binds  map[string]string
+	// nums: the invented numbers learnt from the live side, name+" "+the
+	// recorded value -> the live one (inventedSet.learn).
+	nums map[string]string
 	// portableSeeded: the fixed placeholders of portable cassettes are bound
 	// (portable.go).
 	portableSeeded bool
@@ -159,7 +163,8 @@ func newEngine(src Source, r role, o *options) (*engine, error) {
 		return nil, err
 	}
 	e := &engine{name: f.name, conn: conn, d: d, role: r, o: o, ign: ign, issued: map[string]string{},
-		binds: map[string]string{}, known: map[string]bool{}, sp: newStepper(rs, conn, d), cut: f.cut}
+		binds: map[string]string{}, known: map[string]bool{}, sp: newStepper(rs, conn, d), cut: f.cut,
+		inv: compileInvented(d.w.Invented), nums: map[string]string{}}
 	if d.idKeyed() {
 		e.idKey = d.responseID()
 	}
@@ -359,7 +364,11 @@ func (e *engine) value(f *Frame) any {
 
 func (e *engine) normalize(f *Frame) any {
 	if v := e.value(f); v != nil {
-		return e.ign.normalize(v, e.idKey)
+		n := e.ign.normalize(v, e.idKey)
+		if len(e.inv.names) > 0 {
+			n, _ = e.inv.mark(n, nil)
+		}
+		return n
 	}
 	return string(f.Raw)
 }
@@ -698,6 +707,9 @@ func (e *engine) send(st *estep, now time.Time) bool {
 	if len(e.border) > 0 && f.json {
 		raw = substitute(raw, e.binds, e.border)
 	}
+	if len(e.nums) > 0 && f.json {
+		raw = e.inv.substitute(raw, e.nums)
+	}
 	if f.Kind == kindRequest && f.ID != "" {
 		e.issued[f.ID] = f.Method
 	}
@@ -976,6 +988,9 @@ func (e *engine) accept(st *estep, f *Frame, t time.Time) {
 	defer func() { st.norm, st.frame.Value = nil, nil }() // matched: free the decoded copy
 	if st.frame.json && f.Value != nil {
 		e.learnPortable(st.frame, f.Value)
+		if len(e.inv.names) > 0 {
+			e.inv.learn(e.value(st.frame), f.Value, nil, e.nums)
+		}
 	}
 	if st.frame.json && f.Value != nil && len(e.ign.pats) > 0 {
 		before := len(e.binds)
