@@ -20,7 +20,7 @@ func (dapProto) MaxFrame() int         { return 0 }
 func (dapProto) Framing() framing.Mode { return framing.ContentLength }
 
 // Wire: a request's id is its seq, a response names it in request_seq;
-// sequence numbers differ from run to run. The numbers a debug adapter
+// sequence numbers differ from run to run; progress events are chatter. The numbers a debug adapter
 // makes up and the client sends back are learnt by field: a thread's id
 // (lldb-vscode uses the debuggee's OS thread id), a stack frame's, the
 // variablesReference and sourceReference handles ("valid only while the
@@ -28,6 +28,10 @@ func (dapProto) Framing() framing.Mode { return framing.ContentLength }
 // debuggee, the client's runInTerminal answer).
 func (dapProto) Wire() Wire {
 	return Wire{Style: StyleDAP, RequestID: "seq", ResponseID: "request_seq", Volatile: []string{"/seq"},
+		// Progress reports come as the adapter's work happens to be timed:
+		// lldb-vscode sends a progressEnd (for symbol loading) in some
+		// runs and not in others.
+		Chatter: []string{"progressStart", "progressUpdate", "progressEnd"},
 		Invented: []Invented{
 			{"/**/threadId", "threadId"},
 			{"/body/threads/*/id", "threadId"},
