@@ -6,10 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"time"
 
 	"github.com/rpctap/rpctap/cassette"
 	"github.com/rpctap/rpctap/internal/framing"
+	"github.com/rpctap/rpctap/internal/portable"
+	"github.com/rpctap/rpctap/protocol"
 )
 
 type role uint8
@@ -174,7 +178,10 @@ func newEngine(src Source, r role, o *options) (*engine, error) {
 	}
 	e := &engine{name: f.name, conn: conn, d: d, role: r, o: o, ign: ign, issued: map[string]string{},
 		binds: map[string]string{}, known: map[string]bool{}, sp: newStepper(rs, conn, d), cut: f.cut,
-		inv: compileInvented(d.w.Invented), nums: map[string]string{}}
+		inv: compileInvented(append(append([]protocol.Invented(nil), d.w.Invented...), portableNumbers(f.portable)...)), nums: map[string]string{}}
+	if _, ok := f.portable[portable.PID]; ok {
+		e.inv.fresh = map[string]string{portable.PID: strconv.Itoa(os.Getpid())}
+	}
 	if d.idKeyed() {
 		e.idKey = d.responseID()
 	}
@@ -723,7 +730,7 @@ func (e *engine) send(st *estep, now time.Time) bool {
 	if len(e.border) > 0 && f.json {
 		raw = substitute(raw, e.binds, e.border)
 	}
-	if len(e.nums) > 0 && f.json {
+	if (len(e.nums) > 0 || e.inv.fresh != nil) && f.json {
 		raw = e.inv.substitute(raw, e.nums)
 	}
 	if f.Kind == kindRequest && f.ID != "" {
