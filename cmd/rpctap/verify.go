@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/rpctap/rpctap/cassette"
 	"github.com/rpctap/rpctap/internal/recorder"
+	"github.com/rpctap/rpctap/internal/safefile"
 	"github.com/rpctap/rpctap/replay"
 	"github.com/rpctap/rpctap/tap"
 	"github.com/spf13/pflag"
@@ -23,14 +23,16 @@ type verifyOptions struct {
 	replayFlags
 	Timeout     time.Duration
 	Update      bool
+	Force       bool
 	ChildStderr bool
 }
 
 func init() {
 	register(&command{
-		Name:    "verify",
-		Summary: "drive a real child with a recording's parent side and compare",
-		Usage:   "verify [flags] CASSETTE -- CMD [ARGS...]",
+		Name:      "verify",
+		ChildArgs: true,
+		Summary:   "drive a real child with a recording's parent side and compare",
+		Usage:     "verify [flags] CASSETTE -- CMD [ARGS...]",
 		Long: `Plays the parent's side of a recording against a real child: each recorded
 parent frame is sent once the child frames recorded before it have arrived (or
 after --timeout), and everything the child says is compared with the recording
@@ -40,7 +42,14 @@ are carried into the parent frames that follow). Differences are printed on
 stdout and make the exit status 1.
 
 --update writes a fresh cassette from the run over CASSETTE instead (like a
-golden file's -update): a temporary file, synced, then renamed.
+golden file's -update): a temporary file beside it, synced, read back to its
+end record, then renamed (a symlink is written through). It takes only the
+differences it is there to accept, in what the child says: a run whose child
+crashed, was killed after --timeout, exited otherwise than recorded, or left
+recorded frames unsent (it stopped reading, or never sent frames it sent in
+the recording) leaves CASSETTE as it was and exits 1, unless --force says to
+take it anyway. --update with --fault or
+--faults is refused: a run with injected faults is no reference.
 See docs/replay.md.`,
 		Example: `  rpctap verify session.cassette -- my-agent --acp
   rpctap verify --timeout 30s --ignore /result/usage session.cassette -- my-agent
@@ -48,7 +57,8 @@ See docs/replay.md.`,
 		Flags: func(fs *pflag.FlagSet) func([]string, Stdio) error {
 			o := &verifyOptions{}
 			fs.DurationVar(&o.Timeout, "timeout", 5*time.Second, "how long to wait for a recorded child frame before going on without it")
-			fs.BoolVar(&o.Update, "update", false, "record the run over CASSETTE instead of comparing")
+			fs.BoolVar(&o.Update, "update", false, "record the run over CASSETTE instead of comparing (refused for a crashed, killed, differently exiting or stalled child unless --force)")
+			fs.BoolVar(&o.Force, "force", false, "with --update: take the run even when the child crashed, was killed, exited otherwise than recorded or left recorded frames unsent")
 			fs.BoolVar(&o.ChildStderr, "child-stderr", false, "pass the child's stderr through (by default its last lines are shown only on failure)")
 			o.define(fs, true)
 			o.defineFaults(fs)
@@ -63,6 +73,12 @@ See docs/replay.md.`,
 				}
 				if o.Timeout <= 0 {
 					return Usagef("--timeout must be positive")
+				}
+				if o.Force && !o.Update {
+					return Usagef("--force goes with --update (it takes a run --update would refuse)")
+				}
+				if o.Update && (len(o.Fault) > 0 || o.FaultsFile != "") {
+					return Usagef("verify: --update with --fault or --faults is refused: a run with injected faults would replace %s with a broken session", args[0])
 				}
 				opts, err := o.options(fs)
 				if err != nil {
@@ -84,6 +100,18 @@ func runVerify(path string, argv []string, o *verifyOptions, opts []replay.Optio
 	}
 	for _, d := range rec.Damage {
 		fmt.Fprintf(stdio.Err, "rpctap verify: %s: %v\n", path, d)
+	}
+	if conns := rec.Conns(); rec.Header.Mode == "socket" && !o.connSet() && len(conns) > 1 {
+		return Usagef("verify: %s is a socket-mode recording of %d connections (%s): choose one with --conn N", path, len(conns), joinConns(conns))
+	}
+	conn := o.Conn
+	if !o.connSet() {
+		if cs := rec.Conns(); len(cs) > 0 {
+			conn = cs[0]
+		}
+	}
+	if err := faultsCanFire("verify", o.faults, cassette.DirIn, rec.Records, conn); err != nil {
+		return err
 	}
 	proto, err := replay.Check(rec, opts...)
 	if err != nil {
@@ -119,6 +147,7 @@ func runVerify(path string, argv []string, o *verifyOptions, opts []replay.Optio
 		report = io.Discard
 	}
 	opts = append(opts, replay.WithTimeout(o.Timeout), replay.WithReport(report), replay.WithName("rpctap verify"))
+	sent := map[string]bool{} // the signals verify delivered, as recorded
 	sendSignal := func(name string) error {
 		n := unix.SignalNum(name)
 		if n == 0 {
@@ -126,7 +155,14 @@ func runVerify(path string, argv []string, o *verifyOptions, opts []replay.Optio
 		}
 		// Recorded in its place among the chunks, before it is sent.
 		ch.cmd.Note(tap.Event{Kind: cassette.EventSignal, Signal: name})
-		return ch.cmd.Process.Signal(n)
+		err := ch.cmd.Process.Signal(n)
+		if errors.Is(err, os.ErrProcessDone) {
+			return nil // the child exited first: nothing to end
+		}
+		if err == nil {
+			sent[name] = true
+		}
+		return err
 	}
 	res, runErr := replay.RunParent(context.Background(), rec, childOut, childIn, sendSignal, opts...)
 
@@ -136,8 +172,16 @@ func runVerify(path string, argv []string, o *verifyOptions, opts []replay.Optio
 	<-errDone
 
 	if upd != nil {
+		why := worseRun(rec, res, runErr, exit, killed, o)
+		if why != "" && !o.Force {
+			upd.abandon()
+			return Findingsf("verify --update: %s; %s left as it was (add --force to take this run anyway)", why, path)
+		}
 		if err := upd.finish(); err != nil {
-			return fmt.Errorf("verify --update: %v", err)
+			return writeFailed("verify --update", err)
+		}
+		if why != "" {
+			fmt.Fprintf(stdio.Err, "rpctap verify: warning: --force took a run in which %s\n", why)
 		}
 		fmt.Fprintf(stdio.Out, "rpctap verify: wrote %s (%d frames)\n", path, upd.frames)
 		return nil
@@ -152,7 +196,7 @@ func runVerify(path string, argv []string, o *verifyOptions, opts []replay.Optio
 		return Inputf("verify: %s: %s; verified every readable record", path, replay.DamageSummary(rec.Damage))
 	}
 	divs := res.Divergences
-	if d, ok := exitDivergence(res.Exit, exit, killed, o.Timeout); ok {
+	if d, ok := exitDivergence(res.Exit, exit, killed, sent[exit.Signal], o.Timeout); ok {
 		d.Cassette = path
 		divs = append(divs, d)
 		fmt.Fprintf(stdio.Out, "rpctap verify: %s\n", d.Message)
@@ -179,23 +223,84 @@ func runVerify(path string, argv []string, o *verifyOptions, opts []replay.Optio
 //     any ending of the live child is accepted but a crash of its own;
 //   - no recorded ending (a cassette cut off): only a crash is a difference.
 //
-// A crash is a death by a signal verify did not send.
-func exitDivergence(rec *replay.Exit, live replay.Exit, killed bool, timeout time.Duration) (replay.Divergence, bool) {
+// A crash is a death by a signal verify did not send. sentSig says verify
+// sent the signal the live child died of, as the recording has its parent
+// doing: that death is the recorded outcome when the recorded child died of
+// a signal too (its parent ended it: the MCP Go SDK client sends SIGTERM to
+// a server still there after its stdin closed), and a difference when the
+// recorded child outlived the signal and exited with a code.
+func exitDivergence(rec *replay.Exit, live replay.Exit, killed, sentSig bool, timeout time.Duration) (replay.Divergence, bool) {
 	div := func(format string, a ...any) (replay.Divergence, bool) {
 		return replay.Divergence{Kind: replay.ExitStatus, Message: fmt.Sprintf(format, a...)}, true
 	}
-	crashed := live.Signal != "" && !killed
+	crashed := live.Signal != "" && !killed && !sentSig
 	switch {
 	case rec != nil && rec.Signal == "" && killed:
 		return div("the child did not exit within %v after its stdin closed (killed it); the recorded child exited with %d", timeout, rec.Code)
 	case rec != nil && rec.Signal == "" && crashed:
 		return div("the child died of %s; the recorded child exited with %d", live.Signal, rec.Code)
+	case rec != nil && rec.Signal == "" && live.Signal != "" && !killed:
+		return div("the child died of %s, which verify sent as recorded; the recorded child outlived it and exited with %d", live.Signal, rec.Code)
 	case rec != nil && rec.Signal == "" && live.Code != rec.Code:
 		return div("the child exited with %d, the recorded child with %d", live.Code, rec.Code)
 	case crashed:
 		return div("the child died of %s", live.Signal)
 	}
 	return replay.Divergence{}, false
+}
+
+// worseRun says why a verify --update run is worse than the recording it
+// would replace ("" when it is not): --update accepts what the child says
+// differently, not a child that crashed, hung past the timeout, exited
+// otherwise than recorded, stopped reading before every recorded parent
+// frame was sent, or never sent frames it sent in the recording (a live
+// frame that differs from its recorded one is a mismatch, not missing: that
+// is what --update is for).
+func worseRun(rec *replay.Recording, res *replay.Result, runErr error, live replay.Exit, killed bool, o *verifyOptions) string {
+	if runErr != nil && res == nil {
+		return fmt.Sprintf("the run failed (%v)", runErr)
+	}
+	if d, ok := exitDivergence(res.Exit, live, killed, o.Timeout); ok {
+		return d.Message
+	}
+	if killed {
+		return fmt.Sprintf("the child did not exit within %v after its stdin closed (killed it)", o.Timeout)
+	}
+	if want := recordedParentFrames(rec, o); res.Sent < want {
+		return fmt.Sprintf("%d of %d recorded parent frames were never sent (the child stopped reading or exited early)", want-res.Sent, want)
+	}
+	missing := res.Unlisted
+	for _, d := range res.Divergences {
+		if d.Kind == replay.Missing {
+			missing++
+		}
+	}
+	if missing > 0 {
+		return fmt.Sprintf("%d recorded child frame(s) were never sent by the child (it stalled, or stopped answering)", missing)
+	}
+	if runErr != nil && !errors.Is(runErr, replay.ErrDiverged) {
+		return fmt.Sprintf("the run failed (%v)", runErr)
+	}
+	return ""
+}
+
+// recordedParentFrames counts the parent's messages in the connection
+// verify plays (an over-long line stored in parts counts once).
+func recordedParentFrames(rec *replay.Recording, o *verifyOptions) int {
+	conn := o.Conn
+	if !o.connSet() {
+		if cs := rec.Conns(); len(cs) > 0 {
+			conn = cs[0]
+		}
+	}
+	n := 0
+	for i := range rec.Records {
+		r := &rec.Records[i]
+		if r.K == cassette.KindFrame && r.D == cassette.DirIn && !r.Part && r.Conn == conn {
+			n++
+		}
+	}
+	return n
 }
 
 // child is the real child verify drives. It is started through tap, the one
@@ -349,8 +454,11 @@ type updater struct {
 
 func newUpdater(path, proto string, argv []string) (*updater, error) {
 	u := &updater{path: path}
-	u.tmp = filepath.Join(filepath.Dir(path), fmt.Sprintf(".%s.update-%d", filepath.Base(path), os.Getpid()))
-	os.Remove(u.tmp)
+	tmp, err := safefile.Beside(path)
+	if err != nil {
+		return nil, err
+	}
+	u.tmp = tmp
 	cwd, _ := os.Getwd()
 	h := cassette.Header{Rpctap: Version, Mode: "stdio", Protocol: proto, Argv: argv, Cwd: cwd}
 	w, err := cassette.Create(u.tmp, h, nil)
@@ -371,8 +479,9 @@ func (u *updater) abandon() {
 	os.Remove(u.tmp)
 }
 
-// finish renames the cassette the tap finalized (its Wait closed the
-// recorder, whose writer fsyncs the file) over the old one.
+// finish puts the cassette the tap finalized (its Wait closed the recorder,
+// whose writer fsyncs the file) in place of the old one, once it reads to
+// its end record.
 func (u *updater) finish() error {
 	err := u.rec.Close() // a no-op after the tap's close; its error again
 	st := u.rec.Stats()
@@ -384,13 +493,5 @@ func (u *updater) finish() error {
 		os.Remove(u.tmp)
 		return err
 	}
-	if err := os.Rename(u.tmp, u.path); err != nil {
-		os.Remove(u.tmp)
-		return err
-	}
-	if d, err := os.Open(filepath.Dir(u.path)); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
+	return safefile.Commit(u.tmp, u.path, safefile.Options{Verify: completeCassette})
 }
