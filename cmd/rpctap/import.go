@@ -3,7 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io/fs"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +16,7 @@ import (
 	"github.com/rpctap/rpctap/internal/framing"
 	"github.com/rpctap/rpctap/internal/logimport"
 	"github.com/rpctap/rpctap/internal/recorder"
+	"github.com/rpctap/rpctap/internal/safefile"
 	"github.com/rpctap/rpctap/protocol"
 	"github.com/rpctap/rpctap/tap"
 )
@@ -78,11 +79,15 @@ func runImport(o *importOptions, args []string, stdio Stdio) error {
 	if o.Output == "" {
 		return Usagef("import needs -o OUT.cassette")
 	}
-	if _, err := os.Lstat(o.Output); err == nil {
-		return Usagef("-o %s exists; rpctap does not replace a file", o.Output)
-	}
-	if st, err := os.Stat(filepath.Dir(o.Output)); err != nil || !st.IsDir() {
-		return Usagef("-o %s: its directory does not exist", o.Output)
+	// An existing cassette is not replaced (it may be a recording); a
+	// device or FIFO (-o /dev/stdout) is written to directly.
+	if direct, _ := safefile.Direct(o.Output); !direct {
+		if st, err := os.Lstat(o.Output); err == nil {
+			if st.IsDir() {
+				return Usagef("-o %s is a directory; give a file name such as %s", o.Output, filepath.Join(o.Output, "imported.cassette"))
+			}
+			return Usagef("-o %s exists; rpctap does not replace a file", o.Output)
+		}
 	}
 	if o.Protocol != "" {
 		if _, err := protocol.Lookup(o.Protocol); err != nil {
@@ -120,9 +125,18 @@ func runImport(o *importOptions, args []string, stdio Stdio) error {
 		l.Protocol = o.Protocol
 	}
 	if err := writeImported(o, l, from); err != nil {
-		return fmt.Errorf("cannot write %s: %v", o.Output, err)
+		if safefile.IsError(err) {
+			return fmt.Errorf("import: %v", err)
+		}
+		return fmt.Errorf("import: cannot write %s: %v", o.Output, err)
 	}
-	if _, err := fmt.Fprintf(stdio.Out, "imported %d messages from %s into %s\n", len(l.Messages), in, o.Output); err != nil {
+	// With -o /dev/stdout (or another device or FIFO) the cassette is the
+	// output; the report goes to stderr.
+	report := stdio.Out
+	if direct, _ := safefile.Direct(o.Output); direct {
+		report = stdio.Err
+	}
+	if _, err := fmt.Fprintf(report, "imported %d messages from %s into %s\n", len(l.Messages), in, o.Output); err != nil {
 		return fmt.Errorf("cannot write the report (%s is written): %v", o.Output, err)
 	}
 	if len(l.Problems) > 0 {
@@ -152,75 +166,50 @@ func writeImported(o *importOptions, l *logimport.Log, from string) error {
 	}
 	h := cassette.Header{Rpctap: Version, Created: created.UTC().Format(time.RFC3339Nano), Protocol: l.Protocol,
 		Redacted: !o.NoRedact, Imported: &cassette.Imported{Format: l.Format, From: from, Clock: l.Clock}}
-	dir := filepath.Dir(o.Output)
-	tmpf, err := os.CreateTemp(dir, "."+filepath.Base(o.Output)+".import-*")
-	if err != nil {
-		return err
-	}
-	tmp := tmpf.Name()
-	defer os.Remove(tmp)
-	// NewWriter on an open file leaves syncing and closing it to us.
-	w, err := cassette.NewWriter(tmpf, h, nil)
-	if err != nil {
-		tmpf.Close()
-		return err
-	}
-	var mu sync.Mutex
-	var warns []string
-	warn := recorder.WithWarn(func(m string) { mu.Lock(); warns = append(warns, m); mu.Unlock() })
-	ro := recorder.Options{Protocol: l.Protocol, HeaderProtocol: l.Protocol != "",
-		Redact: recorder.RedactOptions{Off: o.NoRedact}}
-	if l.Framing == "content-length" {
-		ro.Framing = framing.ContentLength
-	} else {
-		ro.Framing = framing.Lines
-	}
-	rec := recorder.New(w, recorder.WithOptions(ro), warn)
-	var last int64
-	for i, m := range l.Messages {
-		var t int64
-		if !m.Time.IsZero() && !t0.IsZero() {
-			t = m.Time.Sub(t0).Nanoseconds()
+	// The cassette goes through safefile: a temporary file beside -o (its
+	// directory made if missing), read back to its end record, renamed.
+	return safefile.Write(o.Output, safefile.Options{Verify: completeCassette}, func(out io.Writer) error {
+		w, err := cassette.NewWriter(out, h, nil)
+		if err != nil {
+			return err
 		}
-		if t < last {
-			t = last // the recorder's clock never goes back; a log's may
-		}
-		last = t
-		data := append(append([]byte(nil), m.Body...), '\n')
+		var mu sync.Mutex
+		var warns []string
+		warn := recorder.WithWarn(func(m string) { mu.Lock(); warns = append(warns, m); mu.Unlock() })
+		ro := recorder.Options{Protocol: l.Protocol, HeaderProtocol: l.Protocol != "",
+			Redact: recorder.RedactOptions{Off: o.NoRedact}}
 		if l.Framing == "content-length" {
-			data = append([]byte(fmt.Sprintf("Content-Length: %d\r\n\r\n", len(m.Body))), m.Body...)
+			ro.Framing = framing.ContentLength
+		} else {
+			ro.Framing = framing.Lines
 		}
-		stream := tap.Stdin
-		if m.Dir == logimport.Out {
-			stream = tap.Stdout
+		rec := recorder.New(w, recorder.WithOptions(ro), warn)
+		var last int64
+		for i, m := range l.Messages {
+			var t int64
+			if !m.Time.IsZero() && !t0.IsZero() {
+				t = m.Time.Sub(t0).Nanoseconds()
+			}
+			if t < last {
+				t = last // the recorder's clock never goes back; a log's may
+			}
+			last = t
+			data := append(append([]byte(nil), m.Body...), '\n')
+			if l.Framing == "content-length" {
+				data = append([]byte(fmt.Sprintf("Content-Length: %d\r\n\r\n", len(m.Body))), m.Body...)
+			}
+			stream := tap.Stdin
+			if m.Dir == logimport.Out {
+				stream = tap.Stdout
+			}
+			rec.Observe(tap.Chunk{Stream: stream, Seq: uint64(i + 1), T: t, Data: data})
 		}
-		rec.Observe(tap.Chunk{Stream: stream, Seq: uint64(i + 1), T: t, Data: data})
-	}
-	if err := rec.Close(); err != nil {
-		tmpf.Close()
-		return err
-	}
-	if rec.Failed() {
-		tmpf.Close()
-		return errors.New(strings.Join(warns, "; "))
-	}
-	if err := tmpf.Sync(); err != nil {
-		tmpf.Close()
-		return err
-	}
-	if err := tmpf.Close(); err != nil {
-		return err
-	}
-	// A link does not replace a file that appeared meanwhile.
-	if err := os.Link(tmp, o.Output); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("%s appeared meanwhile; rpctap does not replace a file", o.Output)
+		if err := rec.Close(); err != nil {
+			return err
 		}
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
+		if rec.Failed() {
+			return errors.New(strings.Join(warns, "; "))
+		}
+		return nil
+	})
 }

@@ -120,7 +120,7 @@ func TestImportErrors(t *testing.T) {
 		{[]string{"import", "har", fix, "-o", filepath.Join(dir, "a.cassette")}, ExitUsage, `unknown format "har"`},
 		{[]string{"import", "jsonl", fix}, ExitUsage, "needs -o"},
 		{[]string{"import", "jsonl", fix, "-o", exists}, ExitUsage, "exists"},
-		{[]string{"import", "jsonl", fix, "-o", filepath.Join(dir, "no", "a.cassette")}, ExitUsage, "directory does not exist"},
+		{[]string{"import", "jsonl", fix, "-o", dir}, ExitUsage, "is a directory"},
 		{[]string{"import", "jsonl", filepath.Join(dir, "none.log"), "-o", filepath.Join(dir, "b.cassette")}, ExitInput, "none.log: no such file"},
 		{[]string{"import", "jsonl", empty, "-o", filepath.Join(dir, "c.cassette")}, ExitInput, "no messages in the log"},
 		{[]string{"import", "zed-acp", fix, "-o", filepath.Join(dir, "d.cassette")}, ExitInput, "line 1"},
@@ -135,8 +135,15 @@ func TestImportErrors(t *testing.T) {
 			t.Errorf("%s.cassette was written", n)
 		}
 	}
-	if left, _ := filepath.Glob(filepath.Join(dir, ".*import*")); len(left) > 0 {
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*")); len(left) > 0 {
 		t.Errorf("temporary files left: %v", left)
+	}
+	// A missing directory is made (as for record --dir and every -o).
+	deep := filepath.Join(dir, "new", "dir", "a.cassette")
+	if code, _, errs := runMain("import", "jsonl", fix, "-o", deep); code != 0 {
+		t.Errorf("import into a new directory: exit %d: %s", code, errs)
+	} else if rep := importCheck(t, deep); rep.Frames != 5 {
+		t.Errorf("%d frames", rep.Frames)
 	}
 }
 

@@ -124,31 +124,19 @@ func wrapIsRpctap(p string) bool {
 	return b == "rpctap"
 }
 
-// firstErrWriter remembers the first write error, so that a long report
-// written with Fprintf can be checked once at the end.
-type firstErrWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (f *firstErrWriter) Write(p []byte) (int, error) {
-	if f.err != nil {
-		return 0, f.err
-	}
-	n, err := f.w.Write(p)
-	if err != nil {
-		f.err = fmt.Errorf("cannot write the report: %w", err)
-	}
-	return n, err
-}
-
 func runWrap(o *wrapOptions, args []string, stdio Stdio) error {
-	out := &firstErrWriter{w: stdio.Out}
-	stdio.Out = out
-	if err := runWrapTo(o, args, stdio); err != nil {
-		return err
+	return runWrapTo(o, args, stdio)
+}
+
+// reportFailed is the error of a report that could not be written (stdout
+// on a full disk): dispatch runs the command behind an outputGuard, which
+// turns that into exit 125; wrap also stops before editing a file whose
+// change the user could not see.
+func reportFailed(out io.Writer) error {
+	if g, ok := out.(*outputGuard); ok {
+		return g.failed()
 	}
-	return out.err
+	return nil
 }
 
 func runWrapTo(o *wrapOptions, args []string, stdio Stdio) error {
@@ -274,8 +262,8 @@ func runWrapTo(o *wrapOptions, args []string, stdio Stdio) error {
 		}
 		// A report that cannot be written (stdout on a full disk) stops
 		// the edit before the file it describes changes.
-		if fe, ok := stdio.Out.(*firstErrWriter); ok && fe.err != nil {
-			msg := fe.err.Error() + "; " + r.Spec.Path + " not changed"
+		if werr := reportFailed(stdio.Out); werr != nil {
+			msg := "cannot write the report: " + werr.Error() + "; " + r.Spec.Path + " not changed"
 			if len(written) > 0 {
 				msg += "; written before: " + strings.Join(written, ", ")
 			}
@@ -289,8 +277,8 @@ func runWrapTo(o *wrapOptions, args []string, stdio Stdio) error {
 		written = append(written, r.Spec.Path+" (backup "+backup+")")
 		wrote = true
 	}
-	if fe, ok := stdio.Out.(*firstErrWriter); ok && fe.err != nil && len(written) > 0 {
-		return fmt.Errorf("%v; written: %s", fe.err, strings.Join(written, ", "))
+	if werr := reportFailed(stdio.Out); werr != nil && len(written) > 0 {
+		return fmt.Errorf("cannot write the report: %v; written: %s", werr, strings.Join(written, ", "))
 	}
 	if wrote && !o.unwrap {
 		fmt.Fprintf(stdio.Out, "sessions will be recorded in %s; restart the client to pick the change up\n", o.Dir)

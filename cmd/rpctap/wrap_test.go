@@ -204,7 +204,7 @@ func TestWrapErrors(t *testing.T) {
 		}
 	}
 	// stdout on /dev/full: the report cannot be written, so the config
-	// it describes is not changed; exit 125.
+	// it describes is not changed; exit 125 (dispatch's one line).
 	if full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0); err == nil {
 		before, _ := os.ReadFile(good)
 		cmd := exec.Command("rpctap", "wrap", "--config", good)
@@ -214,7 +214,7 @@ func TestWrapErrors(t *testing.T) {
 		err := cmd.Run()
 		full.Close()
 		after, _ := os.ReadFile(good)
-		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != ExitInternal || !bytes.Equal(before, after) || !strings.Contains(errb.String(), "not changed") {
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != ExitInternal || !bytes.Equal(before, after) || !strings.Contains(errb.String(), "cannot write the output") {
 			t.Errorf("wrap > /dev/full: %v, changed %v: %s", err, !bytes.Equal(before, after), errb.String())
 		}
 	}

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/rpctap/rpctap/internal/safefile"
 )
 
 // Op is what an edit does.
@@ -139,13 +142,12 @@ func selected(name string, only []string) bool {
 }
 
 // Write writes the backup of the target's current contents, then the
-// edited contents, each through a temporary file that is fsynced, read back
-// and renamed. It refuses when the file changed since Plan read it (a client
-// rewriting its config meanwhile), so nothing the client wrote is lost. It
-// returns the backup's path.
-//
-// TODO(safefile): internal/safefile (h20a) is the shared helper for this;
-// writeSafely is a local stand-in until it lands in main.
+// edited contents, each through internal/safefile (a temporary file beside
+// the target, synced, read back and compared, renamed; the target untouched
+// on any failure). It refuses when the file changed since Plan read it (a
+// client rewriting its config meanwhile), so nothing the client wrote is
+// lost. Both files keep the config's mode and, when rpctap runs as root
+// (sudo), its owner. It returns the backup's path.
 func (r *Result) Write(now time.Time) (backup string, err error) {
 	cur, err := os.ReadFile(r.Target)
 	if err != nil {
@@ -161,59 +163,32 @@ func (r *Result) Write(now time.Time) (backup string, err error) {
 		}
 		backup = fmt.Sprintf("%s.rpctap-%s-%d.bak", r.Target, now.UTC().Format("20060102T150405Z"), i)
 	}
-	if err := writeSafely(backup, r.Before, r.mode, r.Target); err != nil {
+	owner := ownerOf(r.Target)
+	if err := writeSafely(backup, r.Before, r.mode); err != nil {
 		return "", fmt.Errorf("cannot write the backup: %w", err)
 	}
-	if err := writeSafely(r.Target, r.After, r.mode, r.Target); err != nil {
+	owner.apply(backup)
+	if err := writeSafely(r.Target, r.After, r.mode); err != nil {
 		return backup, err
 	}
+	owner.apply(r.Target)
 	return backup, nil
 }
 
-// writeSafely writes data to path through a temporary file in the same
-// directory: written, fsynced, read back and compared, then renamed over
-// path, and the directory fsynced. On any failure path is untouched. The
-// file gets perm and, when rpctap runs as root, the owner of like (so that
-// editing a user's config with sudo leaves it theirs).
-func writeSafely(path string, data []byte, perm fs.FileMode, like string) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
+// writeSafely writes data to path through safefile, reading the temporary
+// file back and comparing it before it is renamed.
+func writeSafely(path string, data []byte, perm fs.FileMode) error {
+	return safefile.Write(path, safefile.Options{Perm: perm, Verify: func(tmp string) error {
+		back, err := os.ReadFile(tmp)
+		if err != nil {
+			return err
 		}
-	}()
-	if _, err := f.Write(data); err != nil {
+		if !bytes.Equal(back, data) {
+			return fmt.Errorf("%s read back %d bytes that differ from the %d written", tmp, len(back), len(data))
+		}
+		return nil
+	}}, func(w io.Writer) error {
+		_, err := w.Write(data)
 		return err
-	}
-	if err := f.Chmod(perm); err != nil {
-		return err
-	}
-	sameOwner(f, like)
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	back := make([]byte, len(data)+1)
-	n, _ := f.ReadAt(back, 0)
-	if n != len(data) || !bytes.Equal(back[:n], data) {
-		return fmt.Errorf("%s: read back %d bytes that differ from the %d written", tmp, n, len(data))
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	ok = true
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
+	})
 }
