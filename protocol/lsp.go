@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/rpctap/rpctap/internal/framing"
+	"github.com/rpctap/rpctap/internal/redact"
 )
 
 // lspProto is the Language Server Protocol (3.17): JSON-RPC 2.0 framed by
@@ -32,6 +33,22 @@ func (lspProto) Wire() Wire {
 		// gopls logs and reports progress as its goroutines run: how many
 		// such lines a run writes, and where, differs between runs.
 		Chatter: []string{"window/logMessage", "window/showMessage", "telemetry/event", "$/progress", "$/logTrace"}}
+}
+
+// NotSecret: LSP's progress tokens, "type ProgressToken = integer |
+// string". $/progress carries "The progress token provided by the client or
+// server", window/workDoneProgress/create "The token to be used to report
+// progress" (and /cancel the same token); a request's workDoneToken and
+// partialResultToken are ProgressTokens too. The sender picks it to pair
+// reports with a request: a correlation id, never a credential.
+func (lspProto) NotSecret() []redact.Field {
+	return []redact.Field{
+		{Method: "$/progress", Pointer: "/params/token"},
+		{Method: "window/workDoneProgress/create", Pointer: "/params/token"},
+		{Method: "window/workDoneProgress/cancel", Pointer: "/params/token"},
+		{Pointer: "/params/workDoneToken"},
+		{Pointer: "/params/partialResultToken"},
+	}
 }
 
 // Handshake: "The initialize request is sent as the first request from the

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/rpctap/rpctap/internal/jsonscan"
+	"github.com/rpctap/rpctap/internal/redact"
 )
 
 // mcpProto is the Model Context Protocol over stdio: JSON-RPC 2.0, the
@@ -23,6 +24,19 @@ func (mcpProto) Wire() Wire {
 }
 
 func (mcpProto) Classify(_ Dir, frame []byte) Info { return classifyRPC(frame) }
+
+// NotSecret: MCP's progress token (Progress): a requester "includes a
+// progressToken in the request metadata"; "Progress tokens MUST be a string
+// or integer value" and "can be chosen by the client using any means, but
+// MUST be unique across all active requests"; notifications/progress
+// carries it back in params.progressToken. A correlation id, not a
+// credential.
+func (mcpProto) NotSecret() []redact.Field {
+	return []redact.Field{
+		{Pointer: "/params/_meta/progressToken"},
+		{Method: "notifications/progress", Pointer: "/params/progressToken"},
+	}
+}
 
 // The client opens with initialize (or, in the stateless 2026 draft, with
 // server/discover); ping may come before it.
