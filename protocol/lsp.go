@@ -63,11 +63,31 @@ func (lspProto) IsHandshake(_ Dir, info Info) bool {
 // implementation dependent".
 const CodeLSPUnknownMethod = "lsp.unknown-method"
 
+// CodeLSPVoidParams: shutdown or exit carries a params member, {} or null
+// or anything. LSP: "Shutdown Request ...
+// params: void", "Exit Notification ... params: void": no params at all.
+// Editors shipped `"params": {}` and `"params": null` on them (Zed, mcpls),
+// and servers reject both (rust-analyzer, HLS, ty; tsgo, serve-d, Rome).
+const CodeLSPVoidParams = "lsp.void-params"
+
 func (lspProto) Validate(dir Dir, frame []byte, info Info) []Violation {
 	vs := validateRPCMethods(dir, frame, info, lspCatalogue, nil)
 	for i := range vs {
 		if vs[i].Code == CodeLSPUnknownMethod {
 			vs[i].Severity = SevInfo
+		}
+	}
+	if info.Kind == Request && info.Method == "shutdown" || info.Kind == Notification && info.Method == "exit" {
+		if p := memberOf(frame, "params"); p != nil {
+			// One finding, this one, rather than jsonrpc.null-params too.
+			kept := vs[:0]
+			for _, v := range vs {
+				if v.Code != "jsonrpc.null-params" {
+					kept = append(kept, v)
+				}
+			}
+			vs = append(kept, Violation{Code: CodeLSPVoidParams, Severity: SevWarning, Pointer: "/params",
+				Message: fmt.Sprintf(`LSP gives %s "params: void": send no params member; servers reject "params": %s`, info.Method, excerpt(p, 20))})
 		}
 	}
 	return vs
