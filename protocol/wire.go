@@ -54,6 +54,26 @@ type Wire struct {
 	// A stand-in matches them when they come but neither waits for them
 	// nor holds a missing or an extra one against the live side.
 	Chatter []string
+	// Invented lists the members whose number one side makes up at run
+	// time and the other sends back: DAP's thread, stack frame, variables
+	// and source handles. A number cannot be mapped by value (thread 1 and
+	// line 1 would collide), so a stand-in learns each by field: it
+	// compares only that the live member is a number as well (a 0, "none",
+	// stays itself), learns the live value of each recorded one from the
+	// frame that matched, and puts it in place of the recorded one in the
+	// frames it sends after that.
+	Invented []Invented
+}
+
+// Invented is one member whose number a peer makes up (Wire.Invented).
+type Invented struct {
+	// Path is where the member is, in replay's Ignore syntax
+	// ("/**/threadId", "/body/threads/*/id").
+	Path string
+	// Name is what it holds: values are learnt per name, so a thread id
+	// learnt from /body/threads/0/id is the one sent in
+	// /arguments/threadId.
+	Name string
 }
 
 // IsChatter reports whether a frame of kind and method is chatter.

@@ -57,6 +57,7 @@ type engine struct {
 	role  role
 	o     *options
 	ign   ignoreSet
+	inv   inventedSet // the protocol's invented numbers (invented.go)
 	idKey string
 	// liveCL: the live side frames its messages with Content-Length
 	// headers, so the replay's own replies (refusals) do too.
@@ -81,7 +82,12 @@ type engine struct {
 	eofAt     time.Time       // the live side closed its end, not yet matched to a recorded close
 	eofOpen   bool
 	sigExit   bool // the fake child died of a signal the parent sent
-	missing   int  // recorded frames of the live side never received (finish)
+	// lingering: child role, the recorded signals that answered a child
+	// still there after its stdin closed (step.linger), pulled so far.
+	lingering []*estep
+	// stdinClosed: parent role, when the replay closed the child's stdin.
+	stdinClosed time.Time
+	missing     int // recorded frames of the live side never received (finish)
 
 	out    io.Writer          // to the live side
 	errOut io.Writer          // recorded stderr (child role)
@@ -93,6 +99,9 @@ type engine struct {
 	open   int               // index of the first theirs step not done (nor waived)
 	issued map[string]string // ids of requests the replay sent -> their method
 	binds  map[string]string
+	// nums: the invented numbers learnt from the live side, name+" "+the
+	// recorded value -> the live one (inventedSet.learn).
+	nums map[string]string
 	// portableSeeded: the fixed placeholders of portable cassettes are bound
 	// (portable.go).
 	portableSeeded bool
@@ -154,7 +163,8 @@ func newEngine(src Source, r role, o *options) (*engine, error) {
 		return nil, err
 	}
 	e := &engine{name: f.name, conn: conn, d: d, role: r, o: o, ign: ign, issued: map[string]string{},
-		binds: map[string]string{}, known: map[string]bool{}, sp: newStepper(rs, conn, d), cut: f.cut}
+		binds: map[string]string{}, known: map[string]bool{}, sp: newStepper(rs, conn, d), cut: f.cut,
+		inv: compileInvented(d.w.Invented), nums: map[string]string{}}
 	if d.idKeyed() {
 		e.idKey = d.responseID()
 	}
@@ -247,6 +257,14 @@ func (e *engine) pull() *estep {
 	case stepEOF, stepSignal:
 		st.mine = r == roleParent
 		st.theirs = r == roleChild
+		if st.kind == stepSignal && st.linger && st.theirs {
+			// The recorded parent sent it because the recorded child
+			// lingered after its stdin closed; the fake child does not
+			// linger, so the live parent owes it nothing: matched if it
+			// comes, never waited for, not missed.
+			st.optional = true
+			e.lingering = append(e.lingering, st)
+		}
 	case stepExit:
 		st.mine = r == roleChild
 		if !e.sigExit {
@@ -346,7 +364,11 @@ func (e *engine) value(f *Frame) any {
 
 func (e *engine) normalize(f *Frame) any {
 	if v := e.value(f); v != nil {
-		return e.ign.normalize(v, e.idKey)
+		n := e.ign.normalize(v, e.idKey)
+		if len(e.inv.names) > 0 {
+			n, _ = e.inv.mark(n, nil)
+		}
+		return n
 	}
 	return string(f.Raw)
 }
@@ -549,6 +571,21 @@ func (e *engine) advance(now time.Time) (time.Duration, bool) {
 			return e.o.timeout - now.Sub(e.lastProgress), false
 		}
 		st := e.at(i)
+		if st.kind == stepSignal && st.linger && e.role == roleParent {
+			// Sent only to a child that lingers as the recorded one did:
+			// one that closed its output (it exited at stdin EOF) is
+			// left to end by itself, and one still there gets the
+			// signal after the recorded wait (at most the timeout).
+			if e.liveEOF {
+				st.done = true
+				e.next++
+				continue
+			}
+			wait := min(time.Duration(st.lingerGap), e.o.timeout)
+			if due := e.stdinClosed.Add(wait); !e.stdinClosed.IsZero() && due.After(now) {
+				return due.Sub(now), false
+			}
+		}
 		if e.o.speed > 0 && i > 0 {
 			base := e.start
 			mine := false
@@ -622,8 +659,22 @@ func (e *engine) send(st *estep, now time.Time) bool {
 	switch st.kind {
 	case stepExit:
 		e.exited = st.exit
+		if ex := st.exit; ex.Signal != "" && !e.sigExit {
+			for _, l := range e.lingering {
+				if !l.done && l.sig == ex.Signal {
+					// The recorded child died of a signal its parent sent
+					// only because it lingered; the live parent did not
+					// send it, so the fake child ends as one that exits at
+					// stdin EOF does.
+					e.exited = &Exit{Code: 0}
+					e.res.Exit = e.exited
+					break
+				}
+			}
+		}
 		return true
 	case stepEOF:
+		e.stdinClosed = now
 		if e.closer != nil {
 			if err := e.closer(); err != nil && e.werr == nil {
 				e.werr = fmt.Errorf("closing the child's stdin: %w", err)
@@ -655,6 +706,9 @@ func (e *engine) send(st *estep, now time.Time) bool {
 	}
 	if len(e.border) > 0 && f.json {
 		raw = substitute(raw, e.binds, e.border)
+	}
+	if len(e.nums) > 0 && f.json {
+		raw = e.inv.substitute(raw, e.nums)
 	}
 	if f.Kind == kindRequest && f.ID != "" {
 		e.issued[f.ID] = f.Method
@@ -934,6 +988,9 @@ func (e *engine) accept(st *estep, f *Frame, t time.Time) {
 	defer func() { st.norm, st.frame.Value = nil, nil }() // matched: free the decoded copy
 	if st.frame.json && f.Value != nil {
 		e.learnPortable(st.frame, f.Value)
+		if len(e.inv.names) > 0 {
+			e.inv.learn(e.value(st.frame), f.Value, nil, e.nums)
+		}
 	}
 	if st.frame.json && f.Value != nil && len(e.ign.pats) > 0 {
 		before := len(e.binds)

@@ -366,6 +366,8 @@ type stepper struct {
 	given   bool   // a step was given
 	open    map[pairKey][]*estep
 	ended   bool
+	eofT    int64 // t of the parent's stdin close (eofSeen)
+	eofSeen bool
 	err     error                    // damage: the replay stops
 	cut     *cassette.TruncatedError // the cassette ends in a cut
 }
@@ -494,8 +496,13 @@ func (sp *stepper) add(rec *cassette.Record) {
 		case rec.Ev == cassette.EventStdinEOF && rec.Conn == conn,
 			rec.Ev == cassette.EventConnClose && rec.Conn == conn && conn != 0:
 			sp.push(step{kind: stepEOF, t: rec.T, frame: &Frame{Record: rec.N, Dir: dirIn, Kind: "eof"}})
+			if !sp.eofSeen {
+				sp.eofSeen, sp.eofT = true, rec.T
+			}
 		case rec.Ev == cassette.EventSignal && rec.Conn == conn && rec.Signal != "":
-			sp.push(step{kind: stepSignal, t: rec.T, sig: rec.Signal,
+			// Signals are recorded only while the child lives, so one
+			// after the stdin close answered a child still there.
+			sp.push(step{kind: stepSignal, t: rec.T, sig: rec.Signal, linger: sp.eofSeen, lingerGap: max(rec.T-sp.eofT, 0),
 				frame: &Frame{Record: rec.N, Dir: dirIn, Kind: "signal", Method: rec.Signal}})
 		case rec.Ev == cassette.EventExit && conn == 0:
 			ex := &Exit{}
