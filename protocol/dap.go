@@ -32,6 +32,17 @@ func (dapProto) Wire() Wire {
 		// lldb-vscode sends a progressEnd (for symbol loading) in some
 		// runs and not in others.
 		Chatter: []string{"progressStart", "progressUpdate", "progressEnd"},
+		// "output: The output to report." The debuggee's output is a byte
+		// stream per category, cut into events as it happens to be read
+		// (debugpy sends "result 42\n" as one event or as "result" and
+		// " 42\n"); "category: ... If not specified ..., 'console' is
+		// assumed."
+		// console is the debugger's own "informational output ... (as
+		// opposed to the debuggee)": its log. lldb-vscode 14 (Debian 12)
+		// writes a Python traceback there in some runs and to its stderr
+		// in the others.
+		Stream: StreamEvent{Method: "output", Body: "body", Text: "output", Key: "category", DefaultKey: "console",
+			Log: []string{"console"}},
 		Invented: []Invented{
 			{"/**/threadId", "threadId"},
 			{"/body/threads/*/id", "threadId"},

@@ -63,6 +63,64 @@ type Wire struct {
 	// frame that matched, and puts it in place of the recorded one in the
 	// frames it sends after that.
 	Invented []Invented
+	// Stream names the event that carries pieces of a byte stream (DAP's
+	// output event: the debuggee's stdout and stderr, split into events as
+	// its writes and the adapter's reads happen to fall). A stand-in
+	// compares the concatenation of the pieces of each stream, not how
+	// they were cut. The zero value: none.
+	Stream StreamEvent
+}
+
+// StreamEvent describes the events that carry pieces of byte streams
+// (Wire.Stream). An event of that name whose Body object holds the Text
+// member (a string) and at most the Key member (a string) is a piece; one
+// with other members (DAP's output with a group, a source, variables or
+// telemetry data) is matched as a frame.
+type StreamEvent struct {
+	Method     string // the event ("output"); "" for none
+	Body       string // the member holding the fields ("body")
+	Text       string // the piece of text ("output")
+	Key        string // the stream it belongs to ("category")
+	DefaultKey string // the stream when Key is absent ("console")
+	// Log lists the streams that are the peer's own log, not its
+	// program's output: their pieces are chatter (matched if they come,
+	// never waited for, never missing), as a log notification is.
+	Log []string
+}
+
+// IsLog reports whether the stream key is one of Log.
+func (s StreamEvent) IsLog(key string) bool {
+	for _, k := range s.Log {
+		if k == key {
+			return true
+		}
+	}
+	return false
+}
+
+// Piece returns the stream and text of v, a decoded event named method,
+// when it is a piece of a byte stream (see StreamEvent).
+func (s StreamEvent) Piece(method string, v any) (key, text string, ok bool) {
+	if s.Method == "" || method != s.Method {
+		return "", "", false
+	}
+	m, _ := v.(map[string]any)
+	body, _ := m[s.Body].(map[string]any)
+	text, ok = body[s.Text].(string)
+	if !ok {
+		return "", "", false
+	}
+	key = s.DefaultKey
+	switch len(body) {
+	case 1:
+	case 2:
+		if key, ok = body[s.Key].(string); !ok {
+			return "", "", false
+		}
+	default:
+		return "", "", false
+	}
+	return key, text, true
 }
 
 // Invented is one member whose number a peer makes up (Wire.Invented).

@@ -6,10 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"time"
 
 	"github.com/rpctap/rpctap/cassette"
 	"github.com/rpctap/rpctap/internal/framing"
+	"github.com/rpctap/rpctap/internal/portable"
+	"github.com/rpctap/rpctap/protocol"
 )
 
 type role uint8
@@ -36,8 +40,16 @@ type estep struct {
 	// optional: theirs chatter (a log line, a progress report): matched
 	// if it comes, never waited for, not missed if it does not.
 	optional bool
-	norm     any
-	idx      int // position in the causal sequence
+	// piece: theirs, a piece of a byte stream (protocol.Wire.Stream: DAP's
+	// output event) of stream cat with text; matched by the stream's
+	// concatenation (stream.go), never as a frame. claimed: taken by the
+	// stream's comparison, not yet covered by live text.
+	piece   bool
+	claimed bool
+	cat     string
+	text    string
+	norm    any
+	idx     int // position in the causal sequence
 }
 
 // liveLine is one message from the live side: a line, or the body of a
@@ -82,6 +94,8 @@ type engine struct {
 	eofAt     time.Time       // the live side closed its end, not yet matched to a recorded close
 	eofOpen   bool
 	sigExit   bool // the fake child died of a signal the parent sent
+	// streams: the byte streams of Wire.Stream being compared (stream.go).
+	streams map[string]*stream
 	// lingering: child role, the recorded signals that answered a child
 	// still there after its stdin closed (step.linger), pulled so far.
 	lingering []*estep
@@ -164,7 +178,10 @@ func newEngine(src Source, r role, o *options) (*engine, error) {
 	}
 	e := &engine{name: f.name, conn: conn, d: d, role: r, o: o, ign: ign, issued: map[string]string{},
 		binds: map[string]string{}, known: map[string]bool{}, sp: newStepper(rs, conn, d), cut: f.cut,
-		inv: compileInvented(d.w.Invented), nums: map[string]string{}}
+		inv: compileInvented(append(append([]protocol.Invented(nil), d.w.Invented...), portableNumbers(f.portable)...)), nums: map[string]string{}}
+	if _, ok := f.portable[portable.PID]; ok {
+		e.inv.fresh = map[string]string{portable.PID: strconv.Itoa(os.Getpid())}
+	}
 	if d.idKeyed() {
 		e.idKey = d.responseID()
 	}
@@ -249,6 +266,12 @@ func (e *engine) pull() *estep {
 		st.mine = fromParent == (r == roleParent)
 		st.theirs = !st.mine
 		st.optional = st.theirs && e.d.chatter(st.frame)
+		if st.theirs && e.d.w.Stream.Method != "" && st.frame.Kind == kindEvent && st.frame.Method == e.d.w.Stream.Method {
+			st.cat, st.text, st.piece = e.d.w.Stream.Piece(st.frame.Method, e.value(st.frame))
+			if st.piece && e.d.w.Stream.IsLog(st.cat) {
+				st.piece, st.optional = false, true // the peer's log: chatter
+			}
+		}
 		if st.theirs && len(e.known) < maxKnown {
 			e.known[st.frame.Method] = true
 		}
@@ -707,7 +730,7 @@ func (e *engine) send(st *estep, now time.Time) bool {
 	if len(e.border) > 0 && f.json {
 		raw = substitute(raw, e.binds, e.border)
 	}
-	if len(e.nums) > 0 && f.json {
+	if (len(e.nums) > 0 || e.inv.fresh != nil) && f.json {
 		raw = e.inv.substitute(raw, e.nums)
 	}
 	if f.Kind == kindRequest && f.ID != "" {
@@ -811,7 +834,7 @@ func (e *engine) eachInWindow(fn func(st *estep) bool) {
 	n := 0
 	for i := e.open; n < e.o.window && e.load(i, true); i++ {
 		st := e.at(i)
-		if !st.theirs || st.done || st.waived || st.kind != stepFrame {
+		if !st.theirs || st.done || st.waived || st.kind != stepFrame || st.piece {
 			continue
 		}
 		n++
@@ -831,6 +854,9 @@ func (e *engine) onLine(l liveLine) {
 		f.Dir = dirIn
 	} else {
 		f.Dir = dirOut
+	}
+	if e.livePiece(f, l.t) {
+		return
 	}
 	if e.matchSame(l) {
 		return
@@ -880,7 +906,7 @@ func (e *engine) nearest(f *Frame, cands []*estep) (best *estep, inWindow bool) 
 		examined := 0
 		for i := e.base; examined < 512 && e.load(i, true); i++ {
 			st := e.at(i)
-			if !st.theirs || st.done || st.kind != stepFrame {
+			if !st.theirs || st.done || st.kind != stepFrame || st.piece {
 				continue
 			}
 			examined++
@@ -1055,6 +1081,7 @@ func (e *engine) finish() {
 		e.sp.src.close()
 		return
 	}
+	e.finishStreams()
 	w := e.o.report
 	e.o.report = nil // one summary instead of a line each
 	var first []*Frame

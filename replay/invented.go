@@ -20,6 +20,9 @@ import (
 type inventedSet struct {
 	pats  ignoreSet
 	names []string // names[i] is what pats.pats[i] holds
+	// fresh: the value sent for a name no live frame gave one for yet
+	// (a portable cassette's ${RPCTAP_PID}: this process's id).
+	fresh map[string]string
 }
 
 func compileInvented(inv []protocol.Invented) inventedSet {
@@ -238,8 +241,14 @@ func (w *numWriter) value(i int, path []string) int {
 		for end < len(b) && strings.IndexByte("0123456789.eE+-", b[end]) >= 0 {
 			end++
 		}
-		if name := w.s.nameAt(path); name != "" {
-			if to, ok := w.nums[name+" "+string(b[i:end])]; ok && to != string(b[i:end]) {
+		if name := w.s.nameAt(path); name != "" && !isZero(json.Number(b[i:end])) {
+			key := name + " " + string(b[i:end])
+			to, ok := w.nums[key]
+			if v, f := w.s.fresh[name]; !ok && f {
+				to, ok = v, true
+				w.nums[key] = v // the same value wherever it appears again
+			}
+			if ok && to != string(b[i:end]) {
 				w.out = append(append(w.out, b[w.last:i]...), to...)
 				w.last = end
 			}

@@ -1,8 +1,13 @@
 package replay
 
 import (
+	"encoding/json"
+	"os"
+	"strconv"
 	"testing"
 
+	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/portable"
 	"github.com/rpctap/rpctap/protocol"
 )
 
@@ -67,5 +72,32 @@ func TestInventedPathsCompile(t *testing.T) {
 				t.Errorf("%s: invented %+v: %v", name, v, err)
 			}
 		}
+	}
+}
+
+// TestPortableNumbersKeepTheirType: a portable cassette keeps a process id
+// a number (rpctap normalize wrote "${RPCTAP_PID}", a string, in its place
+// before); the header's table names the family, so the number compares as
+// "a number", the live one is learnt by field and sent back where the
+// recording has the recorded one, and one no live frame gave is this
+// process's id.
+func TestPortableNumbersKeepTheirType(t *testing.T) {
+	b := newBuilder("mcp")
+	b.Records[0].Header.Portable = map[string]string{portable.PID: portable.Kinds[portable.PID]}
+	b.event(cassette.EventStart, nil)
+	b.frame(cassette.DirIn, []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"processId":4242,"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`))
+	b.frame(cassette.DirOut, []byte(`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"s","version":"1"},"instructions":"parent pid","_meta":{"pid":4242,"child":{"pid":5151}}}}`))
+	b.event(cassette.EventStdinEOF, nil)
+	b.event(cassette.EventExit, intp(0))
+	p := startPeer(t, b.end(), WithSpeed(0), WithStrict(true), WithoutDefaultIgnores())
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"processId":777,"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
+	r := p.recv()
+	meta := r["result"].(map[string]any)["_meta"].(map[string]any)
+	if meta["pid"] != json.Number("777") || meta["child"].(map[string]any)["pid"] != json.Number(strconv.Itoa(os.Getpid())) {
+		t.Errorf("the fake child's pids: %v (want the live parent's 777, and its own %d)", meta, os.Getpid())
+	}
+	p.c.Stdin.Close()
+	if res, err := p.c.Wait(); err != nil || len(res.Divergences) != 0 {
+		t.Fatalf("%v %v", err, res.Divergences)
 	}
 }

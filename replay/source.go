@@ -26,6 +26,9 @@ type feed struct {
 	name     string
 	protocol string // the cassette's own ("" when it does not say)
 	conns    []int  // connections carrying frames
+	// portable is the header's table of placeholder families (a portable
+	// cassette; nil otherwise).
+	portable map[string]string
 	// lateMeta: meta records read before the replay starts may still name
 	// the protocol (a streamed cassette; a Recording has seen them all).
 	lateMeta bool
@@ -63,7 +66,7 @@ func (s *sliceSource) next() (*cassette.Record, error) {
 func (s *sliceSource) close() error { return nil }
 
 func (r *Recording) feed() (*feed, error) {
-	return &feed{name: r.Name, protocol: r.Protocol, conns: r.Conns(), src: &sliceSource{recs: r.Records}}, nil
+	return &feed{name: r.Name, protocol: r.Protocol, conns: r.Conns(), src: &sliceSource{recs: r.Records}, portable: r.Header.Portable}, nil
 }
 
 // prefixSource gives the records read ahead at start-up (and the error
@@ -203,7 +206,8 @@ func (s *Stream) feed() (*feed, error) {
 		return nil, fmt.Errorf("%s: a Stream is replayed once (open it again, or use Open for a Recording)", s.Name)
 	}
 	s.used = true
-	f := &feed{name: s.Name, protocol: s.Header.Protocol, conns: s.conns, lateMeta: true, src: &streamSource{s: s}, damage: s.Damage}
+	f := &feed{name: s.Name, protocol: s.Header.Protocol, conns: s.conns, lateMeta: true, src: &streamSource{s: s}, damage: s.Damage,
+		portable: s.Header.Portable}
 	f.cut = func(te *cassette.TruncatedError) {
 		if s.Warn != nil {
 			s.Warn(fmt.Sprintf("%s is %v; replayed every complete record", s.Name, te))

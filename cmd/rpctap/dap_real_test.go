@@ -59,3 +59,20 @@ func TestDAPLLDBThreadIDs(t *testing.T) {
 	}
 	debugSession(t, dir, prog, src, "5", []string{adapter})
 }
+
+// TestDAPDebugpyOutput: debugpy's adapter (Debian's python3-debugpy) cuts
+// the debuggee's stdout into output events as its reads fall ("result 42\n"
+// in one run, "result" and " 42\n" in another). verify compares each
+// category's text, not the cutting (issue 21 item 4: it failed about 1 run
+// in 10, here 8 in 10, with `/body/output: "result" -> "result 42\ndone\n"`
+// and unexpected output events). RPCTAP_PEER_RUNS=10 runs verify 10 times.
+func TestDAPDebugpyOutput(t *testing.T) {
+	t.Parallel()
+	adapter := testpeers.Debugpy(t)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "prog.py")
+	if err := os.WriteFile(src, []byte("def add(a, b):\n    s = a + b\n    return s\n\n\nr = add(40, 2)\nprint(\"result\", r)\nprint(\"done\")\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	debugSession(t, dir, src, src, "3", adapter)
+}
