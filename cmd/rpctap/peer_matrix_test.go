@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -203,14 +204,34 @@ func TestPeerMatrix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var mu sync.Mutex
+	var ran, skipped []string
+	t.Cleanup(func() { // after every row
+		t.Logf("peer matrix: %d of %d peers ran (%s); skipped: %s", len(ran), len(matrixPeers), strings.Join(ran, ", "), orNone(skipped))
+	})
 	for _, p := range matrixPeers {
 		t.Run(p.name, func(t *testing.T) {
 			t.Parallel()
 			start := time.Now()
+			t.Cleanup(func() {
+				mu.Lock()
+				defer mu.Unlock()
+				if t.Skipped() {
+					skipped = append(skipped, p.name)
+				} else {
+					ran = append(ran, fmt.Sprintf("%s %.0fs", p.name, time.Since(start).Seconds()))
+				}
+			})
 			p.run(t, rp, wrap)
-			t.Logf("%s: %.1fs", p.name, time.Since(start).Seconds())
 		})
 	}
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
 }
 
 // session runs the parent with child in dir and returns its stdout.
