@@ -55,7 +55,7 @@ type matrixPeer struct {
 	// with child (its argv), in dir.
 	parent func(t *testing.T, dir string, child []string) (argv, env []string)
 	child  func(t *testing.T) []string // the real child; skips when it cannot be obtained
-	other  func(t *testing.T) []string // another real peer of the same protocol (nil: none obtainable)
+	other  func(t *testing.T) []string // another real peer of the same protocol (nil, or returning nil: none obtainable)
 	setup  func(t *testing.T, dir string)
 	// volatile matches what differs in the parent's output from run to run
 	// (session ids the agent makes up, addresses the client prints).
@@ -125,7 +125,17 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 
 func lldbChild(t *testing.T) []string        { return []string{testpeers.LLDBDAP(t)} }
 func serverEverything(t *testing.T) []string { return testpeers.ServerEverything(t) }
-func debugpyChild(t *testing.T) []string     { return testpeers.Debugpy(t) }
+
+// clangd is a second real language server (Debian's clangd): nil, with a
+// line saying how to install it, when there is none.
+func clangd(t *testing.T) []string {
+	if p, err := exec.LookPath("clangd"); err == nil {
+		return []string{p}
+	}
+	t.Log("no clangd, so verify is not tried against a second language server: install Debian's clangd package (apt-get install clangd)")
+	return nil
+}
+func debugpyChild(t *testing.T) []string { return testpeers.Debugpy(t) }
 
 var matrixPeers = []matrixPeer{
 	{
@@ -158,6 +168,7 @@ var matrixPeers = []matrixPeer{
 		name:   "lsp-gopls",
 		parent: withChild(tool("testpeer", "lsp-parent")),
 		child:  func(t *testing.T) []string { return []string{testpeers.Gopls(t)} },
+		other:  clangd,
 		setup: func(t *testing.T, dir string) {
 			writeFiles(t, dir, map[string]string{
 				"go.mod":  "module example.com/sample\n\ngo 1.22\n",
@@ -374,7 +385,9 @@ func (p *matrixPeer) run(t *testing.T, rp, wrap string) {
 	}
 	wrong := [][]string{{"true"}}
 	if p.other != nil {
-		wrong = append(wrong, p.other(t))
+		if o := p.other(t); o != nil {
+			wrong = append(wrong, o)
+		}
 	}
 	for _, w := range wrong {
 		v := run(t, dir, "", append([]string{rp, "verify", "--timeout", "3s", cas, "--"}, w...)...)
