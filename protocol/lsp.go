@@ -40,7 +40,9 @@ func (lspProto) Wire() Wire {
 // server", window/workDoneProgress/create "The token to be used to report
 // progress" (and /cancel the same token); a request's workDoneToken and
 // partialResultToken are ProgressTokens too. The sender picks it to pair
-// reports with a request: a correlation id, never a credential.
+// reports with a request: a correlation id, never a credential. (Secret keys
+// match whole names, so today only "token" needs this; the request members
+// are listed so the list is the spec's, whatever keys are added later.)
 func (lspProto) NotSecret() []redact.Field {
 	return []redact.Field{
 		{Method: "$/progress", Pointer: "/params/token"},

@@ -3,6 +3,7 @@ package redact
 import (
 	"bytes"
 	"encoding/json"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -22,20 +23,21 @@ func (r *Redactor) dropPublic(b []byte, spans []span) []span {
 			method = string(b[m:e])
 		}
 	}
+	starts := make([]int, len(spans))
+	for i, s := range spans {
+		starts[i] = s.start
+	}
+	paths := pathsTo(b, starts)
 	kept := spans[:0]
 	for _, s := range spans {
-		if !r.isPublic(b, s.start, method) {
+		if segs, ok := paths[s.start]; !ok || !r.isPublic(segs, method) {
 			kept = append(kept, s)
 		}
 	}
 	return kept
 }
 
-func (r *Redactor) isPublic(b []byte, at int, method string) bool {
-	segs, ok := pathTo(b, at)
-	if !ok {
-		return false
-	}
+func (r *Redactor) isPublic(segs []string, method string) bool {
 	for _, p := range r.public {
 		if p.method != "" && p.method != method || len(p.segs) != len(segs) {
 			continue
@@ -94,60 +96,75 @@ func topMember(b []byte, name string) (int, bool) {
 	return at, found
 }
 
-// pathTo returns the reference tokens (member names and array indexes)
-// leading from the root of the JSON text b to the value starting at
-// target; ok is false when no value starts there.
-func pathTo(b []byte, target int) (segs []string, ok bool) {
-	i := jsonscan.SkipWS(b, 0)
-	for i != target {
-		if i >= len(b) || i > target {
-			return nil, false
-		}
-		open := b[i]
-		if open != '{' && open != '[' {
-			return nil, false
-		}
-		i = jsonscan.SkipWS(b, i+1)
-		next := -1
-		for n := 0; i < len(b) && next < 0; n++ {
-			seg := strconv.Itoa(n)
-			if open == '{' {
-				if b[i] != '"' {
-					return nil, false
-				}
-				ke, ok := jsonscan.SkipString(b, i)
-				if !ok {
-					return nil, false
-				}
-				if seg, ok = keyText(b[i:ke]); !ok {
-					return nil, false
-				}
-				i = jsonscan.SkipWS(b, ke)
-				if i >= len(b) || b[i] != ':' {
-					return nil, false
-				}
-				i = jsonscan.SkipWS(b, i+1)
-			}
-			ve, ok := jsonscan.SkipValue(b, i)
-			if !ok {
-				return nil, false
-			}
-			if i <= target && target < ve {
-				segs, next = append(segs, seg), i
+// pathsTo returns the reference tokens (member names and array indexes)
+// leading from the root of the JSON text b to the value starting at each
+// offset of targets; an offset where no value starts is left out. One walk
+// for all of them: a frame with many secrets costs one pass, not one per
+// secret.
+func pathsTo(b []byte, targets []int) map[int][]string {
+	t := append([]int(nil), targets...)
+	sort.Ints(t)
+	p := pather{b: b, targets: t, out: make(map[int][]string, len(t))}
+	p.value(jsonscan.SkipWS(b, 0))
+	return p.out
+}
+
+type pather struct {
+	b       []byte
+	targets []int // sorted; targets[k:] are still to be found
+	k       int
+	path    []string
+	out     map[int][]string
+}
+
+// value walks the value at i, descending only where a target lies, and
+// returns the index after it.
+func (p *pather) value(i int) (int, bool) {
+	for p.k < len(p.targets) && p.targets[p.k] < i {
+		p.k++ // not the start of a value
+	}
+	for p.k < len(p.targets) && p.targets[p.k] == i {
+		p.out[i] = append([]string{}, p.path...)
+		p.k++
+	}
+	e, ok := jsonscan.SkipValue(p.b, i)
+	if !ok || p.k >= len(p.targets) || p.targets[p.k] >= e || (p.b[i] != '{' && p.b[i] != '[') {
+		return e, ok
+	}
+	obj := p.b[i] == '{'
+	j := jsonscan.SkipWS(p.b, i+1)
+	for n := 0; j < e && p.k < len(p.targets) && p.targets[p.k] < e; n++ {
+		seg := strconv.Itoa(n)
+		if obj {
+			if p.b[j] != '"' {
 				break
 			}
-			i = jsonscan.SkipWS(b, ve)
-			if i >= len(b) || b[i] != ',' {
-				return nil, false
+			ke, ok := jsonscan.SkipString(p.b, j)
+			if !ok {
+				break
 			}
-			i = jsonscan.SkipWS(b, i+1)
+			if seg, ok = keyText(p.b[j:ke]); !ok {
+				break
+			}
+			j = jsonscan.SkipWS(p.b, ke)
+			if j >= e || p.b[j] != ':' {
+				break
+			}
+			j = jsonscan.SkipWS(p.b, j+1)
 		}
-		if next < 0 {
-			return nil, false
+		p.path = append(p.path, seg)
+		ve, ok := p.value(j)
+		p.path = p.path[:len(p.path)-1]
+		if !ok {
+			break
 		}
-		i = next
+		j = jsonscan.SkipWS(p.b, ve)
+		if j >= e || p.b[j] != ',' {
+			break
+		}
+		j = jsonscan.SkipWS(p.b, j+1)
 	}
-	return segs, true
+	return e, true
 }
 
 // keyText is the text of the JSON string raw (quotes included).
@@ -172,18 +189,23 @@ func parsePointer(p string) ([]string, bool) {
 	}
 	segs := strings.Split(p[1:], "/")
 	for i, s := range segs {
-		segs[i] = strings.NewReplacer("~1", "/", "~0", "~").Replace(s)
+		segs[i] = unescapeToken.Replace(s)
 	}
 	return segs, true
 }
 
+// RFC 6901: "~1" is "/", "~0" is "~" (a single pass, so "~01" is "~1").
+var (
+	unescapeToken = strings.NewReplacer("~1", "/", "~0", "~")
+	escapeToken   = strings.NewReplacer("~", "~0", "/", "~1")
+)
+
 // formatPointer joins reference tokens into a JSON pointer.
 func formatPointer(segs []string) string {
 	var b strings.Builder
-	esc := strings.NewReplacer("~", "~0", "/", "~1")
 	for _, s := range segs {
 		b.WriteByte('/')
-		b.WriteString(esc.Replace(s))
+		b.WriteString(escapeToken.Replace(s))
 	}
 	return b.String()
 }

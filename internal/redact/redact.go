@@ -261,10 +261,14 @@ func (r *Redactor) Redact(line []byte, knownJSON bool, idx *jsonscan.Index) (out
 	if !isJSON {
 		return out, []string{""}
 	}
+	starts := make([]int, len(applied))
+	for i, s := range applied {
+		starts[i] = s.start
+	}
+	paths := pathsTo(line, starts)
 	at = make([]string, 0, len(applied))
 	for _, s := range applied {
-		segs, _ := pathTo(line, s.start)
-		at = append(at, formatPointer(segs))
+		at = append(at, formatPointer(paths[s.start]))
 	}
 	return out, at
 }
