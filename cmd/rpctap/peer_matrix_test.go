@@ -222,9 +222,14 @@ func TestPeerMatrix(t *testing.T) {
 	t.Cleanup(func() { // after every row
 		t.Logf("peer matrix: %d of %d peers ran (%s); skipped: %s", len(ran), len(ran)+len(skipped), strings.Join(ran, ", "), orNone(skipped))
 	})
+	// Three rows at a time: the peers (gopls, node, lldb) are heavy, and the
+	// package's timing-sensitive tests run beside them.
+	slots := make(chan struct{}, 3)
 	for _, p := range matrixPeers {
 		t.Run(p.name, func(t *testing.T) {
 			t.Parallel()
+			slots <- struct{}{}
+			defer func() { <-slots }()
 			start := time.Now()
 			t.Cleanup(func() {
 				mu.Lock()
