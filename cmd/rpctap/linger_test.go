@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -83,6 +84,48 @@ func TestExitDivergenceSentSignal(t *testing.T) {
 		d, diff := exitDivergence(c.rec, term, false, c.sent, time.Second)
 		if diff != c.diff || !strings.Contains(d.Message, c.want) {
 			t.Errorf("recorded %+v, sent %v: %v %q", c.rec, c.sent, diff, d.Message)
+		}
+	}
+}
+
+// TestACPTSClientSIGTERM: the ACP TS SDK example client (npm
+// @agentclientprotocol/sdk, dist/examples/client.js) ends its agent with
+// SIGTERM after the prompt's answer, so the cassette of it driving the ACP
+// Go example agent ends with that signal and the death by it. verify
+// replays the signal and must take the death by it as the recorded outcome
+// (issue 21 item 1: it failed every run with "the child died of SIGTERM").
+// The client starts its agent as `npx tsx agent.ts`; an npx first in PATH
+// starts rpctap record with the Go agent instead.
+func TestACPTSClientSIGTERM(t *testing.T) {
+	t.Parallel()
+	rp := realPeersRpctap(t)
+	client := filepath.Join(testpeers.ACPSDKExamples(t), "client.js")
+	agent := testpeers.Tool(t, "acpagent")
+	dir := t.TempDir()
+	cas := filepath.Join(dir, "acp-ts.cassette")
+	bin := filepath.Join(dir, "bin")
+	os.Mkdir(bin, 0o755)
+	shim := "#!/bin/sh\nexec " + rp + " record -q -o " + cas + " -- " + agent + "\n"
+	if err := os.WriteFile(filepath.Join(bin, "npx"), []byte(shim), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("node", client)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Stdin = strings.NewReader("1\n") // allow the permission the agent asks for
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Agent completed with: end_turn") {
+		t.Fatalf("the TS client with the Go agent under rpctap record: %v\n%s", err, out)
+	}
+	testpeers.WaitFinished(t, rp, cas, 30*time.Second)
+	table := run(t, dir, "", rp, "cat", "--format", "table", cas).stdout
+	if !strings.Contains(table, "exit                                           signal SIGTERM") {
+		t.Fatalf("the recording does not end with the client's SIGTERM:\n%s", table)
+	}
+	for i := 0; i < peerRuns(); i++ {
+		r := run(t, dir, "", rp, "verify", cas, "--", agent)
+		if r.code != 0 || !strings.Contains(r.stdout, "rpctap verify: ok:") {
+			t.Fatalf("verify run %d: exit %d\nstdout:\n%s\nstderr:\n%s", i+1, r.code, r.stdout, r.stderr)
 		}
 	}
 }
