@@ -194,8 +194,8 @@ type OTLP struct {
 	// session id NUL toolCallId (ids are unique within a session only).
 	tools map[string]*toolCall
 	// send, when set, receives each span instead of the JSON stream
-	// (NewOTLPSender: spans go to an endpoint through the OTel SDK).
-	send *sdkSender
+	// (NewOTLPSender: spans go to an OTLP endpoint).
+	send *otlpSender
 }
 
 // emit writes one span (in its OTLP/JSON form) to the stream or the sender.
