@@ -87,8 +87,8 @@ func encodeRequest(resource []any, spans []map[string]any) ([]byte, error) {
 		res = appendBytesField(res, 1, kv) // Resource.attributes
 	}
 	var rs []byte
-	rs = appendBytesField(rs, 1, res)   // ResourceSpans.resource
-	rs = appendBytesField(rs, 2, scope) // ResourceSpans.scope_spans
+	rs = appendBytesField(rs, 1, res)        // ResourceSpans.resource
+	rs = appendBytesField(rs, 2, scope)      // ResourceSpans.scope_spans
 	return appendBytesField(nil, 1, rs), nil // ExportTraceServiceRequest.resource_spans
 }
 
