@@ -53,7 +53,7 @@ docs/export.md.`,
 			fs.StringVarP(&o.Output, "output", "o", "", "write to `FILE` (default: stdout)")
 			fs.StringArrayVar(&o.Redact, "redact", nil, "also redact the values of JSON key `KEY` (repeatable)")
 			fs.BoolVar(&o.Payloads, "payloads", false, "otlp: include request and response bodies as span attributes")
-			fs.BoolVar(&o.Send, "send", false, "otlp: send the spans to the endpoint OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT) names (OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf, http/json or grpc), instead of writing them")
+			fs.BoolVar(&o.Send, "send", false, "otlp: send the spans to the endpoint OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT) names (OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf or http/json), instead of writing them")
 			return func(args []string, stdio Stdio) error {
 				if len(args) != 1 {
 					return Usagef("export needs one cassette (got %d)", len(args))

@@ -18,8 +18,8 @@ import (
 // spans of the ACP sample cassette, to the standard
 // OTEL_EXPORTER_OTLP_ENDPOINT, to a real OpenTelemetry Collector (OTLP
 // receiver, debug exporter printing every span), which receives all of
-// them over each protocol OTEL_EXPORTER_OTLP_PROTOCOL names: http/protobuf,
-// http/json (gzipped, with a header) and grpc: names, the GenAI
+// them over each protocol rpctap sends (OTEL_EXPORTER_OTLP_PROTOCOL):
+// http/protobuf and http/json (gzipped, with a header): names, the GenAI
 // attributes, the prompt turn's parent links, the recorded times.
 func TestExportSendToCollector(t *testing.T) {
 	t.Parallel()
@@ -31,20 +31,12 @@ func TestExportSendToCollector(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	lg, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	grpcAddr := lg.Addr().String()
-	lg.Close()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "collector.yaml")
 	os.WriteFile(cfg, []byte(fmt.Sprintf(`receivers:
   otlp:
     protocols:
       http:
-        endpoint: %s
-      grpc:
         endpoint: %s
 exporters:
   debug:
@@ -57,7 +49,7 @@ service:
     traces:
       receivers: [otlp]
       exporters: [debug]
-`, addr, grpcAddr)), 0o644)
+`, addr)), 0o644)
 	var out syncBuffer
 	cmd := exec.Command(col, "--config", cfg)
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -66,7 +58,7 @@ service:
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 	deadline := time.Now().Add(30 * time.Second)
-	for _, a := range []string{addr, grpcAddr} {
+	for _, a := range []string{addr} {
 		for {
 			if c, err := net.Dial("tcp", a); err == nil {
 				c.Close()
@@ -86,7 +78,6 @@ service:
 	}{
 		{"http/protobuf", addr, nil},
 		{"http/json", addr, []string{"OTEL_EXPORTER_OTLP_COMPRESSION=gzip", "OTEL_EXPORTER_OTLP_HEADERS=x-tenant=rpctap"}},
-		{"grpc", grpcAddr, []string{"OTEL_EXPORTER_OTLP_COMPRESSION=gzip"}},
 	} {
 		before := len(out.String())
 		send := exec.Command(rp, "export", "--format", "otlp", "--send", cas)
@@ -157,6 +148,7 @@ func TestExportSendBadSetup(t *testing.T) {
 		{[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1"}, []string{"--format", "otlp", "--send", "-o", "x.json"}, "exclude each other"},
 		{[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL=thrift"}, []string{"--format", "otlp", "--send"}, `OTLP protocol "thrift" cannot be sent`},
 		{[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=localhost:4318"}, []string{"--format", "otlp", "--send"}, `is not an http:// or https:// URL`},
+		{[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"}, []string{"--format", "otlp", "--send"}, `OTLP protocol "grpc" is not sent by rpctap: set OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf`},
 	} {
 		cmd := exec.Command(rp, append(append([]string{"export"}, c.args...), cas)...)
 		cmd.Env = append(append([]string{}, filterEnv(os.Environ(), "OTEL_")...), c.env...)

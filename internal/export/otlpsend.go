@@ -6,12 +6,9 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"strconv"
@@ -20,18 +17,20 @@ import (
 )
 
 // This file sends the OTLP writer's spans to an endpoint over OTLP/HTTP
-// (binary protobuf or JSON) or OTLP/gRPC, configured by the standard
-// OTEL_EXPORTER_OTLP_* variables (see sendConfigFromEnv). It is written
-// against the OTLP specification rather than with the OpenTelemetry SDK's
-// exporters: Go runs every linked package's initialisation in every process,
-// and the SDK with its gRPC stack was most of what each rpctap process (the
-// tap and its sink included, which never send) paid to start: without it
-// `rpctap --version` peaks at 8.9 MiB instead of 13.9 and the static
-// binary is 16.5 MB instead of 26.8 (docs/performance.md, "Startup").
-// gRPC here is one unary call over the standard library's HTTP/2 client, so
-// it links nothing net/http does not already bring.
+// (binary protobuf or JSON), configured by the standard OTEL_EXPORTER_OTLP_*
+// variables (see sendConfigFromEnv). It is written against the OTLP
+// specification rather than with the OpenTelemetry SDK's exporters: Go runs
+// every linked package's initialisation in every process, and the SDK with
+// its gRPC stack was most of what each rpctap process (the tap and its sink
+// included, which never send) paid to start. Static build, `rpctap
+// --version` peak RSS and binary size, one run each on a 2-core machine:
+// with the SDK 13.9 MiB and 26.8 MB; with this encoder over net/http (gRPC
+// on its HTTP/2 client) 8.9 MiB and 16.5 MB; over postHTTP (HTTP/1.1 on
+// crypto/tls, no gRPC) 8.0 MiB and 14.7 MB (docs/performance.md, "Startup").
+// gRPC needs an HTTP/2 client, so OTEL_EXPORTER_OTLP_PROTOCOL=grpc is refused
+// with a line saying to use http/protobuf, which every OTLP receiver serves.
 //
-// The protobuf is encoded by hand (encodeSpans): the messages are five, with
+// The protobuf is encoded by hand (otlpwire.go): the messages are five, with
 // no maps or oneofs beyond AnyValue, and the protobuf module's wire package
 // would bring an init that opens and hashes the executable in every process.
 
@@ -45,13 +44,10 @@ const (
 	protoGRPC         = "grpc"
 )
 
-// grpcPath is the gRPC method OTLP traces are exported to.
-const grpcPath = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
-
 // sendConfig is what the OTEL_EXPORTER_OTLP_* variables ask for.
 type sendConfig struct {
 	protocol string
-	url      string // the request's URL (HTTP: the traces path; gRPC: scheme://host/method)
+	url      *url.URL // where the spans are POSTed
 	headers  [][2]string
 	timeout  time.Duration // per export request, retries included
 	gzip     bool
@@ -61,7 +57,6 @@ type sendConfig struct {
 type otlpSender struct {
 	ctx      context.Context
 	cfg      sendConfig
-	client   *http.Client
 	resource []any // the resource's attributes, OTLP/JSON form
 	batch    []map[string]any
 	sent     int
@@ -112,7 +107,9 @@ func signalVar(getenv func(string) string, name string) string {
 func sendConfigFromEnv(getenv func(string) string) (sendConfig, error) {
 	c := sendConfig{protocol: sendProtocol(getenv), timeout: 10 * time.Second}
 	switch c.protocol {
-	case protoHTTPProtobuf, protoHTTPJSON, protoGRPC:
+	case protoHTTPProtobuf, protoHTTPJSON:
+	case protoGRPC:
+		return c, errors.New("OTLP protocol \"grpc\" is not sent by rpctap: set OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf and the endpoint's OTLP/HTTP port (a Collector's is 4318); see docs/export.md")
 	default:
 		return c, fmt.Errorf("OTLP protocol %q cannot be sent: OTEL_EXPORTER_OTLP_PROTOCOL is one of http/protobuf, http/json, grpc", c.protocol)
 	}
@@ -121,26 +118,15 @@ func sendConfigFromEnv(getenv func(string) string) (sendConfig, error) {
 	if traces == "" && base == "" {
 		return c, errors.New("no OTLP endpoint: set OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)")
 	}
-	var err error
-	if c.protocol == protoGRPC {
-		e := traces
-		if e == "" {
-			e = base
-		}
-		if c.url, err = grpcURL(e, signalVar(getenv, "INSECURE")); err != nil {
-			return c, err
-		}
-	} else {
-		e := traces
-		if e == "" {
-			e = strings.TrimSuffix(base, "/") + "/v1/traces"
-		}
-		u, err := url.Parse(e)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return c, fmt.Errorf("OTLP endpoint %q is not an http:// or https:// URL", e)
-		}
-		c.url = u.String()
+	e := traces
+	if e == "" {
+		e = strings.TrimSuffix(base, "/") + "/v1/traces"
 	}
+	u, err := url.Parse(e)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return c, fmt.Errorf("OTLP endpoint %q is not an http:// or https:// URL", e)
+	}
+	c.url = u
 	if c.headers, err = parseHeaders(signalVar(getenv, "HEADERS")); err != nil {
 		return c, err
 	}
@@ -162,24 +148,6 @@ func sendConfigFromEnv(getenv func(string) string) (sendConfig, error) {
 	return c, err
 }
 
-// grpcURL is the URL of the Export method at endpoint e: the specification
-// takes the scheme and host of a gRPC endpoint (a path is not used); a bare
-// host:port is TLS unless insecure is "true".
-func grpcURL(e, insecure string) (string, error) {
-	if !strings.Contains(e, "://") {
-		scheme := "https"
-		if strings.EqualFold(insecure, "true") {
-			scheme = "http"
-		}
-		e = scheme + "://" + e
-	}
-	u, err := url.Parse(e)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("OTLP gRPC endpoint %q is not host:port or an http:// or https:// URL", e)
-	}
-	return u.Scheme + "://" + u.Host + grpcPath, nil
-}
-
 // parseHeaders reads OTEL_EXPORTER_OTLP_HEADERS: "k1=v1,k2=v2", keys and
 // values percent-encoded (the W3C Baggage format the specification names).
 func parseHeaders(s string) ([][2]string, error) {
@@ -191,12 +159,25 @@ func parseHeaders(s string) ([][2]string, error) {
 		k, v, ok := strings.Cut(kv, "=")
 		k, kerr := url.PathUnescape(strings.TrimSpace(k))
 		v, verr := url.PathUnescape(strings.TrimSpace(v))
-		if !ok || k == "" || kerr != nil || verr != nil {
+		if !ok || !validHeaderName(k) || kerr != nil || verr != nil || strings.ContainsAny(v, "\r\n\x00") {
 			return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_HEADERS: %q is not key=value (percent-encoded)", strings.TrimSpace(kv))
 		}
 		hs = append(hs, [2]string{k, v})
 	}
 	return hs, nil
+}
+
+// validHeaderName: an HTTP field name is a token (RFC 9110 section 5.1).
+func validHeaderName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for _, r := range k {
+		if r >= 0x80 || r <= ' ' || strings.ContainsRune("\"(),/:;<=>?@[\\]{}", r) {
+			return false
+		}
+	}
+	return true
 }
 
 func tlsConfig(ca, cert, key string) (*tls.Config, error) {
@@ -240,15 +221,7 @@ func NewOTLPSender(ctx context.Context, payloads bool) (*OTLP, error) {
 }
 
 func newSender(ctx context.Context, cfg sendConfig) *otlpSender {
-	tr := &http.Transport{Proxy: http.ProxyFromEnvironment, TLSClientConfig: cfg.tls, ForceAttemptHTTP2: true}
-	if cfg.protocol == protoGRPC {
-		// gRPC is HTTP/2 only: over TLS as negotiated, over plain text
-		// with prior knowledge (h2c).
-		tr.Protocols = new(http.Protocols)
-		tr.Protocols.SetHTTP2(true)
-		tr.Protocols.SetUnencryptedHTTP2(true)
-	}
-	return &otlpSender{ctx: ctx, cfg: cfg, client: &http.Client{Transport: tr}}
+	return &otlpSender{ctx: ctx, cfg: cfg}
 }
 
 // Sent is how many spans the endpoint accepted.
@@ -273,9 +246,7 @@ func (s *otlpSender) add(span map[string]any) error {
 }
 
 func (s *otlpSender) end() error {
-	err := s.flush()
-	s.client.CloseIdleConnections()
-	return err
+	return s.flush()
 }
 
 func (s *otlpSender) flush() error {
@@ -330,16 +301,14 @@ func (s *otlpSender) requestJSON() map[string]any {
 }
 
 // export sends one request, retrying what the specification calls
-// retryable (HTTP 429, 502, 503, 504; gRPC UNAVAILABLE and the like) with
+// retryable (HTTP 429, 502, 503, 504) with
 // growing pauses (or the server's Retry-After) until the timeout. It
 // returns the partial success the endpoint reported, if any.
 func (s *otlpSender) export(msg []byte) (rejected int64, message string, err error) {
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.timeout)
 	defer cancel()
 	body := msg
-	if s.cfg.protocol == protoGRPC {
-		body = grpcFrame(msg, s.cfg.gzip)
-	} else if s.cfg.gzip {
+	if s.cfg.gzip {
 		body = gzipped(msg)
 	}
 	pause := 250 * time.Millisecond
@@ -367,115 +336,41 @@ func (s *otlpSender) export(msg []byte) (rejected int64, message string, err err
 // post makes one request. retry is negative when the failure is final, 0
 // or the server's Retry-After when it may be retried.
 func (s *otlpSender) post(ctx context.Context, body []byte) (rejected int64, message string, retry time.Duration, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.url, bytes.NewReader(body))
-	if err != nil {
-		return 0, "", -1, err
+	ctype := "application/x-protobuf"
+	if s.cfg.protocol == protoHTTPJSON {
+		ctype = "application/json"
+	}
+	hdr := [][2]string{{"User-Agent", "rpctap"}, {"Content-Type", ctype}}
+	if s.cfg.gzip {
+		hdr = append(hdr, [2]string{"Content-Encoding", "gzip"})
 	}
 	for _, h := range s.cfg.headers {
-		req.Header.Add(h[0], h[1])
-	}
-	req.Header.Set("User-Agent", "rpctap")
-	switch s.cfg.protocol {
-	case protoGRPC:
-		req.Header.Set("Content-Type", "application/grpc")
-		req.Header.Set("TE", "trailers")
-		req.Header.Set("grpc-timeout", strconv.FormatInt(max(s.cfg.timeout.Milliseconds(), 1), 10)+"m")
-		if s.cfg.gzip {
-			req.Header.Set("grpc-encoding", "gzip")
+		switch strings.ToLower(h[0]) {
+		case "host", "content-length", "connection", "transfer-encoding", "content-type", "content-encoding", "user-agent":
+			continue // rpctap's own
 		}
-	case protoHTTPJSON:
-		req.Header.Set("Content-Type", "application/json")
-	default:
-		req.Header.Set("Content-Type", "application/x-protobuf")
+		hdr = append(hdr, h)
 	}
-	if s.cfg.protocol != protoGRPC && s.cfg.gzip {
-		req.Header.Set("Content-Encoding", "gzip")
-	}
-	resp, err := s.client.Do(req)
+	a, err := postHTTP(ctx, s.cfg.url, s.cfg.tls, hdr, body)
 	if err != nil {
 		// Nothing listening, a name that does not resolve, a TLS
-		// failure: no retry would mend it within a timeout.
+		// failure, a connection cut: no retry would mend it within a
+		// timeout.
 		return 0, "", -1, err
 	}
-	defer resp.Body.Close()
-	data, rerr := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if s.cfg.protocol == protoGRPC {
-		return grpcResult(resp, data, rerr)
-	}
-	if rerr != nil {
-		return 0, "", -1, rerr
-	}
-	if resp.StatusCode/100 == 2 {
-		rejected, message = partialSuccess(data, s.cfg.protocol == protoHTTPJSON)
+	if a.code/100 == 2 {
+		rejected, message = partialSuccess(a.body, s.cfg.protocol == protoHTTPJSON)
 		return rejected, message, 0, nil
 	}
-	err = fmt.Errorf("%s answered %s%s", s.cfg.url, resp.Status, statusMessage(resp.Header.Get("Content-Type"), data))
-	switch resp.StatusCode {
-	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		if sec, perr := strconv.Atoi(resp.Header.Get("Retry-After")); perr == nil && sec > 0 {
+	err = fmt.Errorf("%s answered %s%s", s.cfg.url, a.status, statusMessage(a.header.Get("Content-Type"), a.body))
+	switch a.code {
+	case 429, 502, 503, 504:
+		if sec, perr := strconv.Atoi(a.header.Get("Retry-After")); perr == nil && sec > 0 {
 			return 0, "", time.Duration(sec) * time.Second, err
 		}
 		return 0, "", 0, err
 	}
 	return 0, "", -1, err
-}
-
-// grpcResult reads the answer of a gRPC call: status 0 with the response
-// message, or the grpc-status and grpc-message of the failure (in the
-// trailers, or in the headers of a trailers-only answer).
-func grpcResult(resp *http.Response, data []byte, rerr error) (int64, string, time.Duration, error) {
-	if resp.StatusCode != http.StatusOK {
-		return 0, "", -1, fmt.Errorf("the gRPC endpoint answered HTTP %s (is it an OTLP/gRPC receiver?)", resp.Status)
-	}
-	if rerr != nil {
-		return 0, "", -1, rerr
-	}
-	code := resp.Trailer.Get("grpc-status")
-	msg := resp.Trailer.Get("grpc-message")
-	if code == "" {
-		code, msg = resp.Header.Get("grpc-status"), resp.Header.Get("grpc-message")
-	}
-	if m, err := url.PathUnescape(msg); err == nil {
-		msg = m
-	}
-	switch code {
-	case "0":
-		if len(data) < 5 {
-			return 0, "", 0, nil
-		}
-		n := binary.BigEndian.Uint32(data[1:5])
-		if data[0] != 0 || int(n) > len(data)-5 {
-			return 0, "", 0, nil // a compressed or cut answer: the export itself succeeded
-		}
-		r, m := partialSuccess(data[5:5+n], false)
-		return r, m, 0, nil
-	case "":
-		return 0, "", -1, errors.New("the gRPC endpoint answered without a grpc-status")
-	}
-	err := fmt.Errorf("the gRPC endpoint answered status %s%s", grpcCodeName(code), prefixed(msg))
-	switch code {
-	case "1", "4", "8", "10", "11", "14", "15": // CANCELLED, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED, OUT_OF_RANGE, UNAVAILABLE, DATA_LOSS
-		return 0, "", 0, err
-	}
-	return 0, "", -1, err
-}
-
-func grpcCodeName(code string) string {
-	names := map[string]string{"1": "CANCELLED", "2": "UNKNOWN", "3": "INVALID_ARGUMENT", "4": "DEADLINE_EXCEEDED",
-		"5": "NOT_FOUND", "7": "PERMISSION_DENIED", "8": "RESOURCE_EXHAUSTED", "9": "FAILED_PRECONDITION",
-		"10": "ABORTED", "11": "OUT_OF_RANGE", "12": "UNIMPLEMENTED", "13": "INTERNAL", "14": "UNAVAILABLE",
-		"15": "DATA_LOSS", "16": "UNAUTHENTICATED"}
-	if n, ok := names[code]; ok {
-		return code + " " + n
-	}
-	return code
-}
-
-func prefixed(msg string) string {
-	if msg == "" {
-		return ""
-	}
-	return ": " + msg
 }
 
 // statusMessage is the message of an OTLP/HTTP failure's body (a
@@ -522,21 +417,17 @@ func partialSuccess(data []byte, isJSON bool) (rejected int64, message string) {
 	return int64(n), string(protoField(ps, 2))
 }
 
-func grpcFrame(msg []byte, zip bool) []byte {
-	flag := byte(0)
-	if zip {
-		msg, flag = gzipped(msg), 1
-	}
-	out := make([]byte, 5, 5+len(msg))
-	out[0] = flag
-	binary.BigEndian.PutUint32(out[1:], uint32(len(msg)))
-	return append(out, msg...)
-}
-
 func gzipped(b []byte) []byte {
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	zw.Write(b)
 	zw.Close()
 	return buf.Bytes()
+}
+
+func prefixed(msg string) string {
+	if msg == "" {
+		return ""
+	}
+	return ": " + msg
 }

@@ -1,17 +1,19 @@
 package export
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -303,57 +305,54 @@ func TestSendFailures(t *testing.T) {
 	}
 }
 
-// TestSendGRPC: OTLP/gRPC over plain-text HTTP/2 to a Go HTTP/2 server: the
-// Export method's path, the gRPC headers and length-prefixed message (read
-// back with the generated types), and a failing grpc-status in the
-// trailers reported by name and message.
-func TestSendGRPC(t *testing.T) {
-	var mu sync.Mutex
-	var bodies [][]byte
-	var paths, ctypes []string
-	fail := false
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		bodies = append(bodies, b)
-		paths = append(paths, r.URL.Path)
-		ctypes = append(ctypes, r.Header.Get("Content-Type")+" "+r.Header.Get("TE")+" "+r.Proto)
-		mu.Unlock()
-		w.Header().Set("Content-Type", "application/grpc")
-		w.Header().Set("Trailer", "grpc-status, grpc-message")
-		w.WriteHeader(200)
-		if fail {
-			w.Header().Set("grpc-status", "3")
-			w.Header().Set("grpc-message", "bad%20span")
-			return
-		}
-		w.Write([]byte{0, 0, 0, 0, 0}) // an empty ExportTraceServiceResponse
-		w.Header().Set("grpc-status", "0")
-	})
-	srv := httptest.NewUnstartedServer(h)
-	srv.Config.Protocols = new(http.Protocols)
-	srv.Config.Protocols.SetUnencryptedHTTP2(true)
-	srv.Start()
+// TestSendHTTPS: an https endpoint whose certificate
+// OTEL_EXPORTER_OTLP_CERTIFICATE trusts gets the spans, an answer in chunks
+// included; without it the TLS failure is the error, at once.
+func TestSendHTTPS(t *testing.T) {
+	stub := &collectorStub{answer: func(n int, w http.ResponseWriter) {
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.(http.Flusher).Flush() // the answer goes in chunks
+		w.Write(appendBytesField(nil, 1, appendStringField(nil, 2, "all fine")))
+	}}
+	srv := httptest.NewTLSServer(stub)
 	defer srv.Close()
-	host := strings.TrimPrefix(srv.URL, "http://")
-	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": host, "OTEL_EXPORTER_OTLP_INSECURE": "true", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
-	n, err := sendWith(t, env, acpSample(t))
-	if err != nil || n != 14 {
-		t.Fatalf("sent %d: %v", n, err)
+	pemFile := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(pemFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	if paths[0] != grpcPath || ctypes[0] != "application/grpc trailers HTTP/2.0" {
-		t.Errorf("path %s, %s", paths[0], ctypes[0])
+	n, err := sendWith(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL, "OTEL_EXPORTER_OTLP_CERTIFICATE": pemFile}, acpSample(t))
+	if err != nil || n != 14 || len(stub.reqs) != 1 {
+		t.Fatalf("sent %d in %d requests: %v", n, len(stub.reqs), err)
 	}
-	b := bodies[0]
-	if len(b) < 5 || b[0] != 0 || int(binary.BigEndian.Uint32(b[1:5])) != len(b)-5 {
-		t.Fatalf("not one length-prefixed message: % x", b[:min(len(b), 8)])
+	if got := decodeProtoRequest(t, stub.bodies[0]); len(got) != 14 {
+		t.Errorf("%d spans arrived", len(got))
 	}
-	if got := decodeProtoRequest(t, b[5:]); len(got) != 14 {
-		t.Errorf("%d spans", len(got))
+	if _, err := sendWith(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL}, acpSample(t)); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("an untrusted certificate: %v", err)
 	}
-	fail = true
-	if _, err := sendWith(t, env, acpSample(t)); err == nil || !strings.Contains(err.Error(), "status 3 INVALID_ARGUMENT: bad span") {
-		t.Errorf("a failing status: %v", err)
+}
+
+// TestReadAnswer: the HTTP/1.1 answers an endpoint may give are read to
+// their end (by length, in chunks, to the close) and junk is an error.
+func TestReadAnswer(t *testing.T) {
+	for _, c := range []struct{ in, status, body, err string }{
+		{"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhiEXTRA", "200 OK", "hi", ""},
+		{"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 400 Bad Request\r\nTransfer-Encoding: chunked\r\n\r\n3;x=1\r\nabc\r\n2\r\nde\r\n0\r\nTrailer: x\r\n\r\n", "400 Bad Request", "abcde", ""},
+		{"HTTP/1.0 503 Service Unavailable\r\n\r\nto the close", "503 Service Unavailable", "to the close", ""},
+		{"HTTP/1.1 204 No Content\r\n\r\n", "204 No Content", "", ""},
+		{"SSH-2.0-OpenSSH\r\n", "", "", "not HTTP/1.x"},
+		{"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "", "", "bad chunk size"},
+		{"", "", "", "reading the answer"},
+	} {
+		a, err := readAnswer(bufio.NewReader(strings.NewReader(c.in)))
+		switch {
+		case c.err != "":
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%q: err %v, want %q", c.in, err, c.err)
+			}
+		case err != nil || a.status != c.status || string(a.body) != c.body:
+			t.Errorf("%q: %v %+v", c.in, err, a)
+		}
 	}
 }
 
@@ -367,9 +366,10 @@ func TestSendConfigFromEnv(t *testing.T) {
 		{"ENDPOINT=http://c:4318", "http://c:4318/v1/traces"},
 		{"ENDPOINT=https://c:4318/base/", "https://c:4318/base/v1/traces"},
 		{"ENDPOINT=http://c:4318 TRACES_ENDPOINT=http://d/x", "http://d/x"},
-		{"ENDPOINT=http://c:4317 PROTOCOL=grpc", "http://c:4317" + grpcPath},
-		{"ENDPOINT=c:4317 PROTOCOL=grpc", "https://c:4317" + grpcPath},
-		{"ENDPOINT=c:4317 TRACES_PROTOCOL=grpc TRACES_INSECURE=true PROTOCOL=http/json", "http://c:4317" + grpcPath},
+		{"ENDPOINT=http://c:4317 PROTOCOL=grpc", `error: OTLP protocol "grpc" is not sent by rpctap: set OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf`},
+		{"ENDPOINT=http://c:4318 PROTOCOL=grpc TRACES_PROTOCOL=http/json", "http://c:4318/v1/traces"},
+		{"ENDPOINT=http://c HEADERS=a%0Db=c", `error: OTEL_EXPORTER_OTLP_HEADERS: "a%0Db=c" is not key=value`},
+		{"ENDPOINT=http://c HEADERS=k=a%0Db", `error: OTEL_EXPORTER_OTLP_HEADERS: "k=a%0Db" is not key=value`},
 		{"ENDPOINT=c:4318", `error: OTLP endpoint "c:4318/v1/traces" is not an http:// or https:// URL`},
 		{"ENDPOINT=http://c PROTOCOL=thrift", `error: OTLP protocol "thrift" cannot be sent`},
 		{"ENDPOINT=http://c HEADERS=novalue", `error: OTEL_EXPORTER_OTLP_HEADERS: "novalue" is not key=value`},
@@ -384,7 +384,10 @@ func TestSendConfigFromEnv(t *testing.T) {
 			env["OTEL_EXPORTER_OTLP_"+k] = v
 		}
 		cfg, err := sendConfigFromEnv(func(k string) string { return env[k] })
-		got := cfg.url
+		got := ""
+		if cfg.url != nil {
+			got = cfg.url.String()
+		}
 		if err != nil {
 			got = "error: " + err.Error()
 		}
