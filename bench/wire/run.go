@@ -23,6 +23,7 @@ type meas struct {
 	SinkHWM  int64 // KiB, rpctap's children other than the bench child
 	Shared   int64 // KiB, peak with the binary's shared file pages counted once (sampled)
 	Cassette int64 // bytes; -1 when the set-up writes none
+	Val      validation
 }
 
 type zstdRun struct {
@@ -46,6 +47,7 @@ type report struct {
 	capBytes  map[string]int
 	rss       []rssRow
 	stall     []meas
+	startup   startupFigures
 	errs      []string
 	warnings  []string // what rpctap printed on stderr
 	calib     []string // zstd ratios of the generated text and of real files, for comparison
@@ -160,6 +162,8 @@ func run(cfg config, log io.Writer) (*report, error) {
 			r.rssWorkload()
 		case "stall":
 			r.stallWorkload()
+		case "issue23":
+			r.issue23()
 		}
 	}
 	rep.elapsed = time.Since(rep.started)
@@ -447,6 +451,7 @@ func (r *runner) close(o *openSession, res *result, werr error) (meas, error) {
 	if o.cassette != "" && s.writesCassette() {
 		if st, err := os.Stat(o.cassette); err == nil {
 			m.Cassette = st.Size()
+			m.Val = validationOf(o.cassette)
 		}
 		if o.temp {
 			os.Remove(o.cassette)
