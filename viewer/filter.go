@@ -59,6 +59,7 @@ type MatchInfo struct {
 	Violations bool   // violation records refer to it
 	Latency    int64  // a paired response: ns since its request (0: none)
 	Method     string // a paired response: its request's method, when the record names none
+	Protocol   string // the session's protocol (what its chunks and failures look like)
 }
 
 // ParseFilter parses the filter bar's text.
@@ -139,7 +140,7 @@ func parseTerm(w, lw string) (func(*cassette.Record, MatchInfo) bool, error) {
 	case lw == "v" || lw == "violations":
 		return func(r *cassette.Record, m MatchInfo) bool { return m.Violations || r.K == cassette.KindViolation }, nil
 	case lw == "chunk" || lw == "chunks" || lw == "-chunks":
-		return func(r *cassette.Record, _ MatchInfo) bool { return IsChunk(r) }, nil
+		return func(r *cassette.Record, m MatchInfo) bool { return IsChunk(m.Protocol, r) }, nil
 	case lw == "-aux" || lw == "aux":
 		return func(r *cassette.Record, _ MatchInfo) bool {
 			return r.K != cassette.KindFrame && r.K != cassette.KindViolation
@@ -174,7 +175,7 @@ func parseTerm(w, lw string) (func(*cassette.Record, MatchInfo) bool, error) {
 		}, nil
 	case lw == "err" || lw == "error" || lw == "errors":
 		return func(r *cassette.Record, m MatchInfo) bool {
-			return m.Violations || r.K == cassette.KindViolation || isErrorFrame(r)
+			return m.Violations || r.K == cassette.KindViolation || isErrorFrame(m.Protocol, r)
 		}, nil
 	case strings.HasPrefix(lw, "slow>"):
 		d, err := time.ParseDuration(w[5:])
@@ -229,7 +230,7 @@ func dirTest(d cassette.Dir) func(*cassette.Record, MatchInfo) bool {
 // (protocol.Failed: a JSON-RPC error, an MCP tool result with isError, a
 // success:false response, a synaps error event, a failed tool event), or
 // one that is not valid for its protocol.
-func isErrorFrame(r *cassette.Record) bool {
+func isErrorFrame(proto string, r *cassette.Record) bool {
 	if r.K != cassette.KindFrame {
 		return false
 	}
@@ -237,7 +238,7 @@ func isErrorFrame(r *cassette.Record) bool {
 		return true
 	}
 	info := protocol.Info{Kind: protocol.Kind(r.Kind), Method: r.Method, ID: string(r.ID)}
-	return protocol.Failed(protocol.DirOf(string(r.D)), info, r.JSON)
+	return protocol.Failed(proto, protocol.DirOf(string(r.D)), info, r.JSON)
 }
 
 // NeedsAnalysis reports whether the filter asks what the analysis finds
@@ -298,7 +299,7 @@ func (f *Filter) Match(r *cassette.Record, m MatchInfo) bool {
 			return false
 		}
 	}
-	if f.HideChunks && IsChunk(r) {
+	if f.HideChunks && IsChunk(m.Protocol, r) {
 		return false
 	}
 	if len(f.Text) > 0 || f.Regex != nil {
@@ -337,6 +338,6 @@ func recordText(r *cassette.Record) []byte {
 	case cassette.KindViolation:
 		return []byte(r.Code + " " + r.Msg + " " + r.Pointer)
 	}
-	row := Summarize(r, 0)
+	row := Summarize("", r, 0)
 	return []byte(row.Label)
 }

@@ -41,6 +41,9 @@ type Flows struct {
 	List []Flow
 	// Pair returns the record paired with record n (Store.Pair).
 	Pair func(n uint64) (uint64, bool)
+	// Protocol is the session's protocol: how its frames are summarised
+	// and which notifications stream into which requests.
+	Protocol string
 	// open requests: by the request's record number, the index of its
 	// flow and the request's bytes (for StreamsInto) while it is open.
 	open map[uint64]openFlow
@@ -66,7 +69,7 @@ func (fl *Flows) Add(r *cassette.Record) {
 	switch {
 	case r.Kind == string(protocol.Request):
 		fl.List = append(fl.List, Flow{First: r.N, T: r.T, Dir: r.D, Kind: r.Kind, Method: r.Method, ID: id,
-			Latency: -1, Summary: Summarize(r, r.T).Summary})
+			Latency: -1, Summary: Summarize(fl.Protocol, r, r.T).Summary})
 		fl.open[r.N] = openFlow{i: len(fl.List) - 1, frame: append([]byte(nil), r.JSON...)}
 		return
 	case r.Kind == string(protocol.Response) && fl.Pair != nil:
@@ -77,20 +80,20 @@ func (fl *Flows) Add(r *cassette.Record) {
 			f.Response, f.Latency = r.N, r.T-f.T
 			info := protocol.Info{Kind: protocol.Response, Method: f.Method, ID: id}
 			dir := protocol.DirOf(string(r.D))
-			if s := protocol.Summarize(dir, info, r.JSON); s != "" {
+			if s := protocol.Summarize(fl.Protocol, dir, info, r.JSON); s != "" {
 				if f.Summary != "" {
 					f.Summary += " → " + s
 				} else {
 					f.Summary = "→ " + s
 				}
 			}
-			f.Error = isErrorFrame(r)
+			f.Error = isErrorFrame(fl.Protocol, r)
 			return
 		}
 	case r.Kind == string(protocol.Notification) || r.Kind == string(protocol.Event):
 		for _, o := range fl.open {
 			f := &fl.List[o.i]
-			if protocol.StreamsInto(f.Method, o.frame, r.Method, r.JSON) {
+			if protocol.StreamsInto(fl.Protocol, f.Method, o.frame, r.Method, r.JSON) {
 				if f.StreamedN < flowStreamedKept {
 					f.Streamed = append(f.Streamed, r.N)
 				}
@@ -100,5 +103,5 @@ func (fl *Flows) Add(r *cassette.Record) {
 		}
 	}
 	fl.List = append(fl.List, Flow{First: r.N, T: r.T, Dir: r.D, Kind: r.Kind, Method: r.Method, ID: id,
-		Latency: -1, Summary: Summarize(r, r.T).Summary, Error: isErrorFrame(r)})
+		Latency: -1, Summary: Summarize(fl.Protocol, r, r.T).Summary, Error: isErrorFrame(fl.Protocol, r)})
 }

@@ -233,6 +233,7 @@ func (s *Store) loadPage(p int) []Row {
 	end := min(from+pageRows, s.n)
 	s.mu.Unlock()
 	pos := max(from-1, 0) // one more for the first delta
+	proto := s.Protocol()
 	rows := make([]Row, 0, pageRows)
 	prevT := int64(0)
 	for pos < end {
@@ -241,7 +242,7 @@ func (s *Store) loadPage(p int) []Row {
 			r := recs[i]
 			if int(r.N) >= from {
 				s.classify.Fill(&r)
-				rows = append(rows, Summarize(&r, prevT))
+				rows = append(rows, Summarize(proto, &r, prevT))
 			}
 			prevT = r.T
 		}

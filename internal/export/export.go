@@ -226,27 +226,33 @@ func compact(order []string, pending map[string]*Frame) []string {
 	return out
 }
 
-// errorOf returns the code and message of a JSON-RPC error response, ok
-// false for anything else.
-func errorOf(payload []byte) (code int64, msg string, ok bool) {
-	var r struct {
+// errorOf returns the code and message of the failure an exchange's
+// answer reports, ok false when it reports none: a JSON-RPC error
+// response's code and message, or, for a failure its protocol reports
+// another way (protocol.Failed: an MCP tool result with isError, a DAP or pi
+// response with success false), code 0 and the answer's summary.
+func errorOf(proto string, x *Exchange) (code int64, msg string, ok bool) {
+	r := x.Response
+	var e struct {
 		Error *struct {
 			Code    int64  `json:"code"`
 			Message string `json:"message"`
 		} `json:"error"`
-		Success *bool  `json:"success"` // opi, pi
-		ErrStr  string `json:"error_message"`
 	}
-	if json.Unmarshal(payload, &r) != nil {
+	if json.Unmarshal(r.Payload, &e) != nil {
 		return 0, "", false
 	}
-	if r.Error != nil {
-		return r.Error.Code, r.Error.Message, true
+	if e.Error != nil {
+		return e.Error.Code, e.Error.Message, true
 	}
-	if r.Success != nil && !*r.Success {
-		return 0, "success:false", true
+	dir, info := protocol.DirOf(r.Dir), protocol.Info{Kind: protocol.Response, Method: x.Request.Method, ID: r.ID}
+	if !protocol.Failed(proto, dir, info, r.Payload) {
+		return 0, "", false
 	}
-	return 0, "", false
+	if msg = protocol.Summarize(proto, dir, info, r.Payload); msg == "" {
+		msg = "failed"
+	}
+	return 0, msg, true
 }
 
 // at is the wall-clock time of a frame.

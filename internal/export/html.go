@@ -117,6 +117,7 @@ func NewHTML(w io.Writer) *HTML { return &HTML{w: bufio.NewWriterSize(w, 64<<10)
 
 func (h *HTML) Begin(s Session) error {
 	h.s = s
+	h.tr.Protocol = s.Protocol
 	var err error
 	h.methods, h.kinds = map[string]int{}, map[string]int{}
 	if h.z, err = flate.NewWriter(&h.zbuf, flate.DefaultCompression); err != nil {
@@ -165,16 +166,16 @@ func (h *HTML) Exchange(x *Exchange) error {
 		h.fold(req)
 	}
 	dir := protocol.DirOf(req.Dir)
-	summary := protocol.Summarize(dir, protocol.Info{Kind: protocol.Kind(req.Kind), Method: req.Method, ID: req.ID}, req.Payload)
+	summary := protocol.Summarize(h.s.Protocol, dir, protocol.Info{Kind: protocol.Kind(req.Kind), Method: req.Method, ID: req.ID}, req.Payload)
 	isErr := false
 	resp := ""
 	if r := x.Response; r != nil {
 		resp = string(r.Payload)
 		rdir := protocol.DirOf(r.Dir)
-		if s := protocol.Summarize(rdir, protocol.Info{Kind: protocol.Response, Method: req.Method, ID: r.ID}, r.Payload); s != "" {
+		if s := protocol.Summarize(h.s.Protocol, rdir, protocol.Info{Kind: protocol.Response, Method: req.Method, ID: r.ID}, r.Payload); s != "" {
 			summary = strings.TrimSpace(summary + " → " + s)
 		}
-		_, _, isErr = errorOf(r.Payload)
+		_, _, isErr = errorOf(h.s.Protocol, x)
 	}
 	c := &h.cols
 	c[colN].addInt(int64(req.Record) - int64(h.lastN))
