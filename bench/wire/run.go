@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -48,6 +49,7 @@ type report struct {
 	rss       []rssRow
 	stall     []meas
 	startup   startupFigures
+	trafficZ  map[string]float64 // traffic: zstd -1 ratio of each capture's bytes
 	errs      []string
 	warnings  []string // what rpctap printed on stderr
 	calib     []string // zstd ratios of the generated text and of real files, for comparison
@@ -164,6 +166,8 @@ func run(cfg config, log io.Writer) (*report, error) {
 			r.stallWorkload()
 		case "issue23":
 			r.issue23()
+		case "traffic":
+			r.trafficWorkload()
 		}
 	}
 	rep.elapsed = time.Since(rep.started)
@@ -361,6 +365,8 @@ func (r *runner) session(s setup, w string, p params, rep int, stall time.Durati
 		res, err = runPing(o.c, p)
 	case "mix":
 		res, err = runMix(o.c, p, r.pool)
+	case "traffic":
+		res, err = runTraffic(o.c, p)
 	default:
 		res, err = runStream(o.c, p, stall)
 	}
@@ -433,6 +439,11 @@ func (r *runner) close(o *openSession, res *result, werr error) (meas, error) {
 	cpu, err := l.finish(30 * time.Second)
 	if err != nil {
 		return m, err
+	}
+	if res.StatsFile != "" {
+		b, _ := os.ReadFile(res.StatsFile)
+		res.Child.CPUNs, _ = strconv.ParseInt(string(b), 10, 64)
+		os.Remove(res.StatsFile)
 	}
 	if s.Kind == "gorelay" || s.Kind == "rpctap" && !s.isReplay() {
 		cpu -= res.Child.CPUNs // the relay's rusage includes the child it reaped
