@@ -471,6 +471,15 @@ func (s *Store) Violations(i int) []cassette.Record {
 }
 
 // Stats returns the statistics of the records scanned so far.
+// ValidationStopped is the record at which the recorder stopped validating
+// (0: it did not, as far as the records analysed so far tell): the stored
+// findings are partial.
+func (s *Store) ValidationStopped() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.an.stats.ValidationStopped
+}
+
 func (s *Store) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()

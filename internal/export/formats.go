@@ -52,9 +52,14 @@ func (j *jsonStream) end() error {
 // or event is an entry with status 204 and no response body. time and
 // timings.wait are the answer's latency in ms.
 type HAR struct {
-	s  Session
-	js *jsonStream
+	s     Session
+	js    *jsonStream
+	notes []string // what was wrong with the cassette (Noter): the log's _rpctapNotes
 }
+
+// Note keeps msg for the log's "_rpctapNotes" (a custom field, as HAR 1.2
+// allows them: its name starts with an underscore).
+func (h *HAR) Note(msg string) { h.notes = append(h.notes, msg) }
 
 // NewHAR writes to w.
 func NewHAR(w io.Writer) *HAR { return &HAR{js: newJSONStream(w)} }
@@ -73,6 +78,9 @@ func (h *HAR) Exchange(x *Exchange) error {
 		Value string `json:"value"`
 	}
 	status, statusText, latency := 0, "no answer", -1.0
+	if x.CutOff != "" {
+		statusText = x.CutOff
+	}
 	content := map[string]any{"size": 0, "mimeType": "application/json"}
 	if x.Notification {
 		status, statusText, latency = 204, req.Kind, 0
@@ -105,10 +113,18 @@ func (h *HAR) Exchange(x *Exchange) error {
 		"cache":   map[string]any{},
 		"timings": map[string]any{"send": 0, "wait": wait, "receive": 0},
 	}
+	if x.CutOff != "" {
+		entry["comment"] = x.CutOff
+	}
 	return h.js.entry(entry)
 }
 
-func (h *HAR) End() error { return h.js.end() }
+func (h *HAR) End() error {
+	if len(h.notes) > 0 {
+		h.js.tail = "\n],\"_rpctapNotes\":" + mustJSON(h.notes) + "}}\n"
+	}
+	return h.js.end()
+}
 
 // ---- Chrome / Perfetto trace
 
@@ -163,7 +179,10 @@ func (t *Trace) Exchange(x *Exchange) error {
 		}
 	default:
 		ev["ph"], ev["s"] = "i", "t"
-		if !x.Notification {
+		switch {
+		case x.CutOff != "":
+			args["cut_off"] = true // the recording ends before an answer could come
+		case !x.Notification:
 			args["answered"] = false
 		}
 	}
@@ -249,6 +268,8 @@ func attr(k string, v any) map[string]any {
 		return map[string]any{"key": k, "value": map[string]any{"stringValue": x}}
 	case int64:
 		return map[string]any{"key": k, "value": map[string]any{"intValue": strconv.FormatInt(x, 10)}}
+	case bool:
+		return map[string]any{"key": k, "value": map[string]any{"boolValue": x}}
 	case []string:
 		vs := make([]any, len(x))
 		for i, v := range x {
@@ -449,6 +470,9 @@ func (o *OTLP) Exchange(x *Exchange) error {
 		if o.payloads {
 			attrs = append(attrs, attr("rpctap.response.body", string(x.Response.Payload)))
 		}
+	} else if x.CutOff != "" {
+		// Not an error: the recording ends before an answer could come.
+		attrs = append(attrs, attr("rpctap.cut_off", true))
 	} else if !x.Notification {
 		attrs = append(attrs, attr("error.type", "unanswered"))
 		status = map[string]any{"code": 2, "message": "never answered"}

@@ -50,6 +50,7 @@ type HTML struct {
 	// stays bounded for any cassette.
 	folded int
 	cut    uint64
+	notes  []string // what was wrong with the cassette (Noter), shown under the title
 
 	cols    [len(htmlColumns)]column // the rows of the chunk being filled
 	methods map[string]int           // index in tables.methods
@@ -67,8 +68,9 @@ type HTML struct {
 // htmlColumns name the row columns: n and t as the difference from the
 // previous row's, dir 0 (in) or 1 (out), kind and method as indexes in the
 // kinds and methods tables, id, latency in ns (-1: no answer), summary,
-// err 0 or 1, and the answer's record number minus n (0: none).
-var htmlColumns = [...]string{"n", "t", "dir", "kind", "method", "id", "lat", "summary", "err", "rn"}
+// err 0 or 1, the answer's record number minus n (0: none), and why a
+// request has no answer when that is known (Exchange.CutOff; "" else).
+var htmlColumns = [...]string{"n", "t", "dir", "kind", "method", "id", "lat", "summary", "err", "rn", "cut"}
 
 const (
 	colN = iota
@@ -81,6 +83,7 @@ const (
 	colSummary
 	colErr
 	colRN
+	colCut
 )
 
 // column is one column of a chunk's rows: JSON array elements.
@@ -104,6 +107,9 @@ func (c *column) addString(s string) {
 	b, _ := json.Marshal(s) // escapes <, > and &
 	c.add(b)
 }
+
+// Note keeps msg to show under the report's title.
+func (h *HTML) Note(msg string) { h.notes = append(h.notes, msg) }
 
 // transcriptLimit bounds the frames the report's transcript folds (its
 // text is held until the end): 8 MiB, a long day of agent sessions.
@@ -193,6 +199,7 @@ func (h *HTML) Exchange(x *Exchange) error {
 	c[colSummary].addString(summary)
 	c[colErr].addInt(map[bool]int64{true: 1}[isErr])
 	c[colRN].addInt(rn)
+	c[colCut].addString(x.CutOff)
 	h.n++
 	p, err := json.Marshal([2]string{string(req.Payload), resp})
 	if err != nil {
@@ -279,6 +286,15 @@ func (h *HTML) End() error {
 		return err
 	}
 	h.script(fmt.Sprintf(`id="tables" data-rows="%d"`, h.n), h.zbuf.Bytes())
+	if len(h.notes) > 0 {
+		// Shown under the title (the header was written before the
+		// cassette was read to its end).
+		h.w.WriteString("<script id=\"notes\" type=\"application/json\">")
+		b, _ := json.Marshal(h.notes) // escapes <, > and &
+		h.w.Write(b)
+		h.w.WriteString("</script>\n<script>JSON.parse(document.getElementById('notes').textContent).forEach(function(m){" +
+			"var p=document.createElement('p');p.className='note';p.textContent='⚠ '+m;document.querySelector('header').insertBefore(p,document.querySelector('nav'))})</script>\n")
+	}
 	var tb bytes.Buffer
 	h.transcript(&tb)
 	h.zbuf.Reset()
@@ -339,7 +355,7 @@ const htmlCSS = `
 :root{--bg:#fff;--fg:#1d2125;--dim:#6b7280;--line:#e5e7eb;--in:#0f766e;--out:#15803d;--err:#b91c1c;--sel:#dbeafe}
 [hidden]{display:none!important}*{box-sizing:border-box}body{margin:0;font:13px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;color:var(--fg);background:var(--bg)}
 header{padding:8px 12px;border-bottom:1px solid var(--line);background:var(--bg)}
-h1{font-size:15px;margin:0}#meta-line{margin:2px 0 6px;color:var(--dim)}
+h1{font-size:15px;margin:0}.note{margin:2px 0;color:#b45309}#meta-line{margin:2px 0 6px;color:var(--dim)}
 nav button{font:inherit;border:1px solid var(--line);background:#f9fafb;padding:2px 10px;cursor:pointer}
 nav button.on{background:var(--sel)}#filter{font:inherit;margin-left:12px;padding:2px 6px;width:28em}#count{margin-left:8px;color:var(--dim)}
 #list-view{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);height:calc(100vh - 84px)}
@@ -405,11 +421,11 @@ function b122(s){var n=s.length,out=new Uint8Array(Math.ceil(n*14/8)+2),o=0,acc=
   for(i=0;i<n;i++){u=s.charCodeAt(i);if(u<128)push(u);else{var k=u>>7;if(k<=3){push(ILL[k-1]);push(u&127)}else push(ILL[k-4])}}
   return out.subarray(0,o)}
 function unpack(el){return JSON.parse(utf8.decode(inflate(b122(el.textContent))))}
-// rows[i]: [n, t, dir, kind, method, id, latency, summary, err, answer n, chunk, index in chunk]
+// rows[i]: [n, t, dir, kind, method, id, latency, summary, err, answer n, chunk, index in chunk, cut off]
 var tables=unpack(document.getElementById('tables')),rows=[],n=0,t=0,i;
 document.querySelectorAll('script.rows').forEach(function(el,c){var col=unpack(el);
   for(var x=0;x<col.n.length;x++){n+=col.n[x];t+=col.t[x];
-    rows.push([n,t,col.dir[x]?'out':'in',tables.Kinds[col.kind[x]],tables.Methods[col.method[x]],col.id[x],col.lat[x],col.summary[x],col.err[x],col.rn[x]?n+col.rn[x]:0,c,x])}});
+    rows.push([n,t,col.dir[x]?'out':'in',tables.Kinds[col.kind[x]],tables.Methods[col.method[x]],col.id[x],col.lat[x],col.summary[x],col.err[x],col.rn[x]?n+col.rn[x]:0,c,x,col.cut[x]])}});
 var N=rows.length;rows.sort(function(a,b){return a[0]-b[0]});
 var chunkEls=document.querySelectorAll('script.pl'),chunkRow=[];
 for(i=0;i<N;i++){var r=rows[i];(chunkRow[r[10]]||(chunkRow[r[10]]=[]))[r[11]]=i}
@@ -430,7 +446,7 @@ function draw(){
   for(var k=first;k<last;k++){var i=at(k),r=rows[i],d=document.createElement('div');
     d.className='row '+r[2]+(r[8]?' err':'')+(i===sel?' sel':'');d.dataset.i=i;
     [span(r[0],'r'),span(clock(r[1]),'r'),span(r[2]==='in'?'→':'←','d'),span(r[4]||r[3],'m'),span(r[5]),
-     span(r[6]>=0?dur(r[6]):(r[3]==='request'?'…':''),'r'),span(r[7],'s')].forEach(function(c){d.appendChild(c)});
+     span(r[6]>=0?dur(r[6]):(r[12]?'cut off':(r[3]==='request'?'…':'')),'r'),span(r[7],'s')].forEach(function(c){d.appendChild(c)});
     rowsEl.appendChild(d)}
   document.body.dataset.rows=String(n);countEl.textContent=view?n+' of '+N:N+' exchanges'}
 var pending=0;box.addEventListener('scroll',function(){if(!pending)pending=requestAnimationFrame(function(){pending=0;draw()})});
@@ -442,7 +458,7 @@ function show(i){
   function part(title,body){var h=document.createElement('h3');h.textContent=title;var pre=document.createElement('pre');pre.textContent=pretty(body);detail.appendChild(h);detail.appendChild(pre)}
   part('#'+r[0]+' '+(r[2]==='in'?'parent → child':'child → parent')+' '+r[3]+' '+(r[4]||''),p[0]);
   if(p[1]!=='')part('#'+r[9]+' response after '+dur(r[6]),p[1]);
-  else if(r[3]==='request')detail.appendChild(Object.assign(document.createElement('p'),{className:'hint',textContent:'no response recorded'}));
+  else if(r[3]==='request')detail.appendChild(Object.assign(document.createElement('p'),{className:'hint',textContent:r[12]?'no response: '+r[12]:'no response recorded'}));
   draw()}
 // Search texts, lower-cased: one for every row's method and summary; one
 // per decoded chunk for its rows' method, summary and payloads. starts[]
