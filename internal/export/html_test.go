@@ -304,8 +304,8 @@ func TestHTMLLargeInChromium(t *testing.T) {
 	if err != nil {
 		t.Skip("chromium is not installed (apt-get install chromium; .ci/run installs it)")
 	}
-	if testing.Short() {
-		t.Skip("a 200k-exchange session; skipped with -short")
+	if testing.Short() || raceEnabled {
+		t.Skip("a 200k-exchange session; skipped with -short and -race")
 	}
 	const n = 200000
 	cas, needles := largeSession(t, n)
