@@ -166,7 +166,10 @@ func viewOne(path string, o *viewOptions, w, h int, fromPicker bool, stdio Stdio
 	opts := viewer.Options{Name: path, Follow: follow, Back: fromPicker,
 		Follower: &viewer.Follower{Store: store, Path: path}}
 	if o.Dump != "" {
-		return false, dumpView(store, opts, w, h, o.Keys, stdio)
+		if err := dumpView(store, opts, w, h, o.Keys, stdio); err != nil {
+			return false, err
+		}
+		return false, reportReadProblems("view", path, stdio.Err)
 	}
 	screen, err := newTerminalScreen()
 	if err != nil {
