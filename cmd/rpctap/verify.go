@@ -255,7 +255,8 @@ func exitDivergence(rec *replay.Exit, live replay.Exit, killed, sentSig bool, ti
 // otherwise than recorded, stopped reading before every recorded parent
 // frame was sent, or never sent frames it sent in the recording (a live
 // frame that differs from its recorded one is a mismatch, not missing: that
-// is what --update is for).
+// is what --update is for). sentSig is exitDivergence's: verify sent the
+// signal the live child died of, as recorded.
 func worseRun(rec *replay.Recording, res *replay.Result, runErr error, live replay.Exit, killed, sentSig bool, o *verifyOptions) string {
 	if runErr != nil && res == nil {
 		return fmt.Sprintf("the run failed (%v)", runErr)
