@@ -42,7 +42,7 @@ func TestLingeringMCPServerSIGTERM(t *testing.T) {
 		t.Fatalf("the recording does not end with the client's SIGTERM (the server no longer lingers?):\n%s", table)
 	}
 	for i := 0; i < peerRuns(); i++ {
-		r := run(t, dir, "", rp, "verify", cas, "--", server[0], server[1], server[2])
+		r := verifyReal(t, dir, rp, cas, server...)
 		if r.code != 0 || !strings.Contains(r.stdout, "rpctap verify: ok:") {
 			t.Fatalf("verify run %d: exit %d\nstdout:\n%s\nstderr:\n%s", i+1, r.code, r.stdout, r.stderr)
 		}
@@ -123,7 +123,7 @@ func TestACPTSClientSIGTERM(t *testing.T) {
 		t.Fatalf("the recording does not end with the client's SIGTERM:\n%s", table)
 	}
 	for i := 0; i < peerRuns(); i++ {
-		r := run(t, dir, "", rp, "verify", cas, "--", agent)
+		r := verifyReal(t, dir, rp, cas, agent)
 		if r.code != 0 || !strings.Contains(r.stdout, "rpctap verify: ok:") {
 			t.Fatalf("verify run %d: exit %d\nstdout:\n%s\nstderr:\n%s", i+1, r.code, r.stdout, r.stderr)
 		}
