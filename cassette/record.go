@@ -45,6 +45,7 @@ const (
 	EventConnClose = "conn-close" // socket mode: connection Conn closed
 	EventWarning   = "warning"    // rpctap's own trouble, Msg says what
 	EventFault     = "fault"      // record --fault changed the frame before it on its way to the parent, Msg says how
+	EventIntercept = "intercept"  // format 1.2: what an intercepting tap did with the frame before it (act, held, bp, orig); see docs/intercept.md
 )
 
 // Header is record 0 of every cassette.

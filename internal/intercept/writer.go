@@ -1,0 +1,255 @@
+package intercept
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/filterexpr"
+	"github.com/rpctap/rpctap/internal/framing"
+	"github.com/rpctap/rpctap/protocol"
+	"github.com/rpctap/rpctap/tap"
+)
+
+// Writer is one direction of an intercepting tap: the pump writes each
+// chunk it read to it, and it forwards frames (holding, changing or
+// dropping the ones the session says to).
+//
+// Two paths, picked per chunk by a test on state the Writer owns:
+//
+//   - pass-through, while no breakpoint is set and no injected request
+//     awaits its answer: the chunk is forwarded whole, at once, as the
+//     plain tap would; the splitter follows along only to know where
+//     frames begin and which requests are in flight;
+//   - frame by frame otherwise: the splitter cuts the chunk into frames,
+//     each is tested, and runs of frames that pass go out in one write.
+//     Bytes of a frame not yet complete wait in the splitter until it is.
+//
+// A frame whose start went out on the pass-through path (ahead) is never
+// held: what is on the wire cannot be taken back.
+type Writer struct {
+	s       *Session
+	dir     cassette.Dir
+	pdir    protocol.Dir
+	forward func([]byte) error
+
+	mu    sync.Mutex // forward calls, queue, split state
+	split *framing.Splitter
+	ahead int    // bytes of the splitter's pending frame already forwarded
+	part  bool   // inside an over-long frame that comes in parts
+	run   []byte // frames that passed, not yet forwarded
+	queue []queued
+	err   error // forwarding failed: the reader went away
+}
+
+func newWriter(s *Session, st tap.Stream, forward func([]byte) error) *Writer {
+	d, pd := cassette.DirIn, protocol.FromParent
+	if st == tap.Stdout {
+		d, pd = cassette.DirOut, protocol.FromChild
+	}
+	return &Writer{s: s, dir: d, pdir: pd, forward: forward, split: framing.NewSplitter(framing.Auto, 0)}
+}
+
+// Write implements io.Writer for the pump: it returns when every byte of p
+// was forwarded, held and decided, or kept for a frame still incomplete.
+func (w *Writer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return 0, w.err
+	}
+	if !w.s.intercepting(w.dir) && w.ahead == w.split.Pending() {
+		err := w.send(p)
+		w.split.Feed(p, w.follow)
+		w.ahead = w.split.Pending()
+		if err == nil && w.ahead == 0 {
+			err = w.flushQueue()
+		}
+		return len(p), err
+	}
+	w.split.Feed(p, w.frame)
+	err := w.flushRun()
+	if err == nil {
+		err = w.flushQueue()
+	}
+	return len(p), err
+}
+
+// Flush forwards a last frame the stream ended without completing.
+func (w *Writer) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.split.End(w.frame)
+	if err := w.flushRun(); err != nil {
+		return err
+	}
+	return w.flushQueue()
+}
+
+// send forwards b, remembering the first failure.
+func (w *Writer) send(b []byte) error {
+	if w.err != nil {
+		return w.err
+	}
+	if err := w.forward(b); err != nil {
+		w.err = err
+	}
+	return w.err
+}
+
+func (w *Writer) flushRun() error {
+	if len(w.run) == 0 {
+		return w.err
+	}
+	err := w.send(w.run)
+	w.run = w.run[:0]
+	return err
+}
+
+// queued is an injected frame waiting for a frame boundary, and the event
+// recorded right after it goes out.
+type queued struct {
+	b  []byte
+	ev *tap.Event
+}
+
+// flushQueue sends injected frames waiting for a frame boundary; call it
+// at one.
+func (w *Writer) flushQueue() error {
+	for len(w.queue) > 0 && w.err == nil {
+		q := w.queue[0]
+		w.queue = w.queue[1:]
+		if w.send(q.b) == nil && q.ev != nil {
+			w.s.note(*q.ev)
+		}
+	}
+	return w.err
+}
+
+// inject sends a whole frame (already framed) at the next frame boundary,
+// then records ev.
+func (w *Writer) inject(b []byte, ev *tap.Event) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	w.queue = append(w.queue, queued{b, ev})
+	if w.ahead > 0 || len(w.run) > 0 {
+		return nil
+	}
+	return w.flushQueue()
+}
+
+// follow is the splitter's callback on the pass-through path: the bytes
+// are already forwarded; keep track of requests in flight.
+func (w *Writer) follow(hdr, payload []byte, eol string, part bool) {
+	n := len(hdr) + len(payload) + len(eol)
+	if w.ahead > 0 {
+		w.ahead -= min(n, w.ahead)
+	}
+	if part || w.part {
+		w.part = part
+		return
+	}
+	w.s.classify(w.pdir, payload)
+}
+
+// frame is the splitter's callback on the frame-by-frame path.
+func (w *Writer) frame(hdr, payload []byte, eol string, part bool) {
+	if w.ahead > 0 || part || w.part {
+		// Part of a frame that started on the wire already, or of one
+		// too long to hold whole: it goes as it is.
+		wire := append(append(append([]byte(nil), hdr...), payload...), eol...)
+		skip := min(w.ahead, len(wire))
+		w.ahead -= skip
+		w.run = append(w.run, wire[skip:]...)
+		if !part && !w.part {
+			w.s.classify(w.pdir, payload)
+		}
+		w.part = part
+		return
+	}
+	info, method := w.s.classify(w.pdir, payload)
+	if inj, ok := w.s.takeAnswer(w.dir, info, payload); ok {
+		w.s.note(tap.Event{Kind: cassette.EventIntercept, Stream: w.stream(), Action: string(ActTake),
+			Breakpoint: fmt.Sprintf("inject %d", inj), Original: append([]byte(nil), payload...)})
+		return
+	}
+	r := filterexpr.Frame(w.dir, payload, string(info.Kind), info.Method, info.ID)
+	bp := w.s.match(&r, filterexpr.MatchInfo{Method: method})
+	if bp == nil {
+		w.appendFrame(hdr, payload, eol)
+		return
+	}
+	// Held: what passed before it goes now, then the pump waits here.
+	w.flushRun()
+	h := &Held{Dir: w.dir, Method: method, Kind: string(info.Kind), ID: info.ID, Frame: string(payload),
+		Since: time.Now(), Breakpoint: bp.N, Expr: bp.Expr}
+	w.mu.Unlock()
+	v := w.s.hold(h)
+	w.mu.Lock()
+	// Injected frames that came while this one was held went out before
+	// it (the stream was at a frame boundary).
+	w.flushQueue()
+	held := time.Since(h.Since)
+	ev := tap.Event{Kind: cassette.EventIntercept, Stream: w.stream(), Action: string(v.act),
+		HeldNs: int64(held), Breakpoint: fmt.Sprintf("%d %s", bp.N, bp.Expr)}
+	switch v.act {
+	case ActDrop:
+		ev.Original = append([]byte(nil), payload...)
+	case ActEdit:
+		ev.Original = append([]byte(nil), payload...)
+		if hdr != nil {
+			hdr = framing.WithLength(hdr, len(v.payload))
+		}
+		payload = v.payload
+		w.appendFrame(hdr, payload, eol)
+	default:
+		w.appendFrame(hdr, payload, eol)
+	}
+	// The frame is recorded when it is forwarded, the event right after.
+	w.flushRun()
+	w.s.note(ev)
+	w.s.tell(fmt.Sprintf("frame %d: %s after %s", h.N, v.act, held.Round(time.Millisecond)))
+}
+
+func (w *Writer) appendFrame(hdr, payload []byte, eol string) {
+	w.run = append(w.run, hdr...)
+	w.run = append(w.run, payload...)
+	w.run = append(w.run, eol...)
+}
+
+func (w *Writer) stream() tap.Stream {
+	if w.dir == cassette.DirIn {
+		return tap.Stdin
+	}
+	return tap.Stdout
+}
+
+// framed wraps payload in this stream's framing: a Content-Length header
+// when the stream uses one, else a newline.
+func (w *Writer) framed(payload []byte) []byte {
+	w.mu.Lock()
+	mode := w.split.Mode()
+	w.mu.Unlock()
+	if mode == framing.ContentLength {
+		return append(framing.WithLength(nil, len(payload)), payload...)
+	}
+	return append(append([]byte(nil), payload...), '\n')
+}
+
+// compactJSON checks that b is one JSON value and returns it on one line.
+func compactJSON(b []byte) ([]byte, error) {
+	var out bytes.Buffer
+	if err := json.Compact(&out, bytes.TrimSpace(b)); err != nil {
+		return nil, fmt.Errorf("not valid JSON: %v", err)
+	}
+	if !json.Valid(out.Bytes()) {
+		return nil, fmt.Errorf("not one JSON value")
+	}
+	return out.Bytes(), nil
+}
