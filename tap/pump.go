@@ -43,7 +43,7 @@ type pump struct {
 	// the pump runs copyIntercepted instead of copy (chosen once, here,
 	// never per chunk).
 	intercepted bool
-	werr error // why writing failed, if it did
+	werr        error // why writing failed, if it did
 }
 
 // copy runs until src ends or fails, or a write to dst fails. It may block

@@ -316,4 +316,3 @@ func TestInjectTakesAnswer(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
-
