@@ -45,6 +45,10 @@ type recordOptions struct {
 	Fault       []string // --fault rules (record_fault.go)
 	FaultsFile  string   // --faults FILE
 	faults      []replay.Fault
+	// --intercept (record_intercept.go)
+	Intercept        bool
+	InterceptTimeout time.Duration
+	Break            []string
 }
 
 func init() {
@@ -124,6 +128,9 @@ missing command, 126 if CMD cannot be executed, 127 if it is not found.`,
 			fs.StringVar(&o.Upstream, "upstream", "", "socket mode: forward each connection to the Unix socket `PATH`")
 			fs.StringArrayVar(&o.Fault, "fault", nil, "misbehave on purpose: apply `RULE` to the child's frames before the parent gets them, e.g. 'error method=tools/list' or 'kill frame=3' (repeatable; each fault is an event in the cassette; see docs/replay.md)")
 			fs.StringVar(&o.FaultsFile, "faults", "", "read fault rules from `FILE`, one a line")
+			fs.BoolVar(&o.Intercept, "intercept", false, "open a control socket to hold, edit, drop and inject frames (see 'rpctap ctl' and docs/intercept.md)")
+			fs.DurationVar(&o.InterceptTimeout, "intercept-timeout", 0, "forward a held frame unchanged after `DURATION` (0: hold until told)")
+			fs.StringArrayVar(&o.Break, "break", nil, "with --intercept: hold frames matching the filter `EXPR` from the first frame on (repeatable)")
 			return func(args []string, stdio Stdio) error { return runRecord(&o, args, stdio) }
 		},
 	})
@@ -140,6 +147,9 @@ func runRecord(o *recordOptions, args []string, stdio Stdio) error {
 		return Usagef("record: --grace must be positive")
 	}
 	if err := o.checkFaults(); err != nil {
+		return err
+	}
+	if err := o.checkIntercept(); err != nil {
 		return err
 	}
 	if o.Portable && o.Listen != "" {
@@ -187,6 +197,14 @@ func runRecord(o *recordOptions, args []string, stdio Stdio) error {
 		o.portableRun = &c
 		h = portableHeader(h, c)
 	}
+	ic, err := startIntercept(o, stdio)
+	if err != nil {
+		return err
+	}
+	if ic != nil {
+		defer ic.close()
+		h.Control = ic.ln.Path()
+	}
 	obs := startRecorder(o, h, filepath.Base(args[0]), start, stdio)
 
 	tuneForwarding()
@@ -213,6 +231,9 @@ func runRecord(o *recordOptions, args []string, stdio Stdio) error {
 		c.ObserveFirst = true
 	}
 	installFaults(c, o.faults, stdio.Err)
+	if ic != nil {
+		ic.install(c)
+	}
 	err = c.Start()
 	for _, f := range detached {
 		f.Close()

@@ -214,6 +214,7 @@ type connState struct {
 	lastT   [3]int64             // T of each stream's latest chunk
 	partHdr [3]string            // header block of a Content-Length message being recorded in parts
 	pending [2]map[string]string // per direction: request id -> method, awaiting a response from the other side
+	lastN   [3]uint64            // record number of each stream's latest frame (an intercept event's ref)
 }
 
 type valJob struct {

@@ -158,6 +158,7 @@ func (r *Recorder) line(conn int, stream tap.Stream, t int64, hdr, payload []byt
 	}
 	r.stats.Frames++
 	r.put()
+	cs.lastN[stream%3] = r.rec.N
 	if r.failed.Load() {
 		return
 	}
@@ -512,8 +513,37 @@ func (r *Recorder) event(it *item) {
 		r.stats.Gaps++
 	case cassette.EventStdinEOF:
 		r.rec.D = cassette.DirIn
+	case cassette.EventIntercept:
+		r.interceptEvent(e, cs)
 	}
 	r.put()
+}
+
+// interceptEvent fills the format 1.2 members of an intercept event: what
+// was done, how long the frame was held, by which breakpoint or rule, the
+// frame that was sent (ref: the latest frame of the stream, which the tap
+// forwarded just before it told the event) and the original, redacted as
+// a frame would be.
+func (r *Recorder) interceptEvent(e tap.Event, cs *connState) {
+	r.rec.D = dirOf(e.Stream)
+	r.rec.Act, r.rec.Held, r.rec.BP = e.Action, e.HeldNs, e.Breakpoint
+	switch e.Action {
+	case "drop", "take":
+	default:
+		r.rec.Ref = cs.lastN[e.Stream%3]
+	}
+	if e.Original != nil {
+		orig := e.Original
+		verbatim := cassette.Verbatim(orig)
+		if out, changed := r.redactFrame(orig, verbatim); changed {
+			orig, verbatim = out, cassette.Verbatim(out)
+		}
+		if verbatim {
+			r.rec.Orig = append(json.RawMessage(nil), orig...)
+		} else {
+			r.rec.OrigText = string(orig)
+		}
+	}
 }
 
 // holdHeap orders held chunks by Seq: a binary min-heap written out for
