@@ -1,0 +1,327 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/intercept"
+	"github.com/rpctap/rpctap/internal/testpeers"
+)
+
+// liveRun is a parent program running `rpctap record --intercept` as its
+// child: the test reads the control socket's path from rpctap's stderr
+// (which the parent passes through) and steers the session with ctl.
+type liveRun struct {
+	cmd    *exec.Cmd
+	out    bytes.Buffer
+	mu     sync.Mutex
+	errs   bytes.Buffer
+	socket chan string
+	done   chan error
+}
+
+// startLive starts argv with stdin; rpctap's stderr must reach the
+// parent's stderr.
+func startLive(t *testing.T, dir, stdin string, argv ...string) *liveRun {
+	t.Helper()
+	l := &liveRun{socket: make(chan string, 1), done: make(chan error, 1)}
+	l.cmd = exec.Command(argv[0], argv[1:]...)
+	l.cmd.Dir = dir
+	l.cmd.Env = rpctapEnv()
+	l.cmd.Stdin = strings.NewReader(stdin)
+	l.cmd.Stdout = &syncWriter{mu: &l.mu, b: &l.out}
+	pr, pw := io.Pipe()
+	l.cmd.Stderr = pw
+	if err := l.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			line := sc.Text()
+			l.mu.Lock()
+			l.errs.WriteString(line + "\n")
+			l.mu.Unlock()
+			if p, ok := strings.CutPrefix(line, "rpctap: control socket: "); ok {
+				l.socket <- p
+			}
+		}
+	}()
+	go func() { err := l.cmd.Wait(); pw.Close(); l.done <- err }()
+	t.Cleanup(func() {
+		if l.cmd.ProcessState == nil {
+			l.cmd.Process.Kill()
+		}
+	})
+	return l
+}
+
+type syncWriter struct {
+	mu *sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (l *liveRun) stdout() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.out.String()
+}
+
+func (l *liveRun) stderr() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.errs.String()
+}
+
+func (l *liveRun) sock(t *testing.T) string {
+	t.Helper()
+	select {
+	case p := <-l.socket:
+		return p
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no control socket line on stderr:\n%s", l.stderr())
+	}
+	return ""
+}
+
+func (l *liveRun) wait(t *testing.T, d time.Duration) {
+	t.Helper()
+	select {
+	case <-l.done:
+	case <-time.After(d):
+		t.Fatalf("the session did not finish in %v:\nstdout:\n%s\nstderr:\n%s", d, l.stdout(), l.stderr())
+	}
+}
+
+// ctl runs `rpctap ctl SOCKET args...` as a user would.
+func ctl(t *testing.T, rp, sock string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(rp, append([]string{"ctl", sock}, args...)...)
+	cmd.Env = rpctapEnv()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		code = cmd.ProcessState.ExitCode()
+	}
+	return out.String() + errb.String(), code
+}
+
+// heldNumber waits for a held frame with `ctl wait` and returns its number
+// and the frame.
+func heldNumber(t *testing.T, rp, sock string) (string, string) {
+	t.Helper()
+	out, code := ctl(t, rp, sock, "wait", "--timeout", "60s")
+	if code != 0 {
+		t.Fatalf("ctl wait: exit %d: %s", code, out)
+	}
+	f := strings.Fields(out)
+	if len(f) < 8 || f[3] != "held" {
+		t.Fatalf("ctl list line: %q", out)
+	}
+	return f[0], out[strings.Index(out, "{"):strings.LastIndex(out, "}")+1]
+}
+
+// TestInterceptACPPermissionRejected: the ACP Go SDK example client talks
+// to its example agent through `rpctap record --intercept`; a breakpoint
+// holds the client's answer to session/request_permission ("allow", the
+// client's stdin says 1), ctl edits it to the rejection, and the agent's
+// next session/update is the refusal. The cassette keeps both: the in
+// stream has what the agent got (reject), the intercept event the
+// original (allow); replay gives the client what it saw, and verify drives
+// the agent with what it saw.
+func TestInterceptACPPermissionRejected(t *testing.T) {
+	t.Parallel()
+	rp := realPeersRpctap(t)
+	client, agent := testpeers.Tool(t, "acpclient"), testpeers.Tool(t, "acpagent")
+	dir := t.TempDir()
+	cas := filepath.Join(dir, "acp.cassette")
+	l := startLive(t, dir, "1\n", client, rp, "record", "--intercept", "-o", cas,
+		"--break", "kind:response & m=session/request_permission", "--", agent)
+	sock := l.sock(t)
+	n, frame := heldNumber(t, rp, sock)
+	if !strings.Contains(frame, `"optionId":"allow"`) {
+		t.Fatalf("held frame %s is not the client's permission answer", frame)
+	}
+	edited := strings.Replace(frame, `"optionId":"allow"`, `"optionId":"reject"`, 1)
+	ef := filepath.Join(dir, "edit.json")
+	os.WriteFile(ef, []byte(edited), 0o600)
+	if out, code := ctl(t, rp, sock, "edit", n, ef); code != 0 {
+		t.Fatalf("ctl edit: exit %d: %s", code, out)
+	}
+	l.wait(t, 60*time.Second)
+	out := l.stdout()
+	if !strings.Contains(out, "I'll skip the configuration update") || strings.Contains(out, "successfully updated") {
+		t.Fatalf("the agent did not see the rejection:\n%s\n%s", out, l.stderr())
+	}
+	testpeers.WaitFinished(t, rp, cas, 30*time.Second)
+
+	recs, err := readCassette(cas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sawEdit bool
+	for _, r := range recs {
+		if r.K == cassette.KindFrame && r.D == cassette.DirIn && bytes.Contains(r.JSON, []byte(`"optionId":"allow"`)) {
+			t.Errorf("record %d: the agent's record holds the original answer", r.N)
+		}
+		if r.K == cassette.KindEvent && r.Ev == cassette.EventIntercept {
+			sawEdit = r.Act == "edit" && bytes.Contains(r.Orig, []byte(`"optionId":"allow"`)) && r.Held > 0 && r.Ref > 0 &&
+				bytes.Contains(recs[r.Ref].JSON, []byte(`"optionId":"reject"`)) && strings.Contains(r.BP, "session/request_permission")
+		}
+	}
+	if !sawEdit || recs[0].Header.Control != sock {
+		t.Errorf("no edit event with the original, or no control path (%q) in the header", recs[0].Header.Control)
+	}
+	// check: an edited session is still a valid one.
+	checkClean(t, cas, "acp")
+
+	// Each side gets what it saw: the client (answering reject this time)
+	// the refusal from replay; the agent, driven by verify, the rejection.
+	rep := run(t, dir, "2\n", client, rp, "replay", "--speed", "0", cas)
+	if !strings.Contains(rep.stdout, "I'll skip the configuration update") {
+		t.Errorf("replay to the client: exit %d\n%s%s", rep.code, rep.stdout, rep.stderr)
+	}
+	v := run(t, dir, "", rp, "verify", cas, "--", agent)
+	if v.code != 0 {
+		t.Errorf("verify against the agent: exit %d\n%s%s", v.code, v.stdout, v.stderr)
+	}
+}
+
+// TestInterceptGoAPI drives the Go API against a live session (cat as the
+// child): a breakpoint from one client, held frames listed, forwarded and
+// dropped, an injected notification; the breakpoints of an attached client
+// go when it closes, and the frame they held is forwarded.
+func TestInterceptGoAPI(t *testing.T) {
+	t.Parallel()
+	rp := rpctapPath(t)
+	dir := t.TempDir()
+	cas := filepath.Join(dir, "cat.cassette")
+	cmd := exec.Command(rp, "record", "--intercept", "-o", cas, "--", "cat")
+	cmd.Env = rpctapEnv()
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	sc := bufio.NewScanner(stderr)
+	var sock string
+	for sc.Scan() {
+		if p, ok := strings.CutPrefix(sc.Text(), "rpctap: control socket: "); ok {
+			sock = p
+			break
+		}
+	}
+	go io.Copy(io.Discard, stderr)
+	lines := bufio.NewReader(stdout)
+	next := func() string {
+		t.Helper()
+		done := make(chan string, 1)
+		go func() { s, _ := lines.ReadString('\n'); done <- s }()
+		select {
+		case s := <-done:
+			return strings.TrimSpace(s)
+		case <-time.After(10 * time.Second):
+			t.Fatal("no line from the child")
+		}
+		return ""
+	}
+	c, err := intercept.Dial(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Break("slow>1s"); err == nil || !strings.Contains(err.Error(), "cannot be a breakpoint") {
+		t.Errorf("slow> as a breakpoint: %v", err)
+	}
+	bp, err := c.Break("dir:in & m:hold")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(stdin, `{"jsonrpc":"2.0","method":"hold/one"}`+"\n"+`{"jsonrpc":"2.0","method":"after"}`+"\n")
+	var st intercept.State
+	for deadline := time.Now().Add(10 * time.Second); len(st.Held) == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		st, _ = c.List()
+	}
+	if len(st.Held) != 1 || st.Held[0].Method != "hold/one" || st.Held[0].Breakpoint != bp {
+		t.Fatalf("held: %+v", st.Held)
+	}
+	if _, _, err := c.Inject(cassette.DirIn, []byte(`{"jsonrpc":"2.0","method":"injected"}`), 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := next(); got != `{"jsonrpc":"2.0","method":"injected"}` {
+		t.Errorf("first line through: %s (the injection goes while the other is held)", got)
+	}
+	if err := c.Drop(st.Held[0].N); err != nil {
+		t.Fatal(err)
+	}
+	if got := next(); got != `{"jsonrpc":"2.0","method":"after"}` {
+		t.Errorf("after the drop: %s", got)
+	}
+	if err := c.Drop(st.Held[0].N); err == nil {
+		t.Errorf("dropping a frame twice: no error")
+	}
+	// An attached client's breakpoints are its own.
+	v, err := intercept.Dial(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Attach()
+	c.Unbreak(bp)
+	v.Break("m:viewer")
+	io.WriteString(stdin, `{"jsonrpc":"2.0","method":"viewer/x"}`+"\n")
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if st, _ = c.List(); len(st.Held) == 1 {
+			break
+		}
+	}
+	v.Close()
+	if got := next(); got != `{"jsonrpc":"2.0","method":"viewer/x"}` {
+		t.Errorf("after the viewer went: %s", got)
+	}
+	if st, _ := c.List(); len(st.Breakpoints) != 0 {
+		t.Errorf("breakpoints left: %+v", st.Breakpoints)
+	}
+	stdin.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	go func() { <-ctx.Done(); cmd.Process.Kill() }()
+	cmd.Wait()
+	recs, err := readCassette(cas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var acts []string
+	for _, r := range recs {
+		if r.Ev == cassette.EventIntercept {
+			b, _ := json.Marshal(r)
+			acts = append(acts, r.Act+" "+string(r.D))
+			if r.Act == "drop" && !bytes.Contains(r.Orig, []byte("hold/one")) {
+				t.Errorf("drop without its original: %s", b)
+			}
+		}
+	}
+	if got := strings.Join(acts, ","); got != "inject in,drop in,release in" {
+		t.Errorf("intercept events %s", got)
+	}
+}
