@@ -137,7 +137,7 @@ func heldNumber(t *testing.T, rp, sock string) (string, string) {
 	if len(f) < 8 || f[3] != "held" {
 		t.Fatalf("ctl list line: %q", out)
 	}
-	return f[0], out[strings.Index(out, "{"):strings.LastIndex(out, "}")+1]
+	return f[0], out[strings.Index(out, "{") : strings.LastIndex(out, "}")+1]
 }
 
 // TestInterceptACPPermissionRejected: the ACP Go SDK example client talks
