@@ -33,12 +33,12 @@ type liveRun struct {
 
 // startLive starts argv with stdin; rpctap's stderr must reach the
 // parent's stderr.
-func startLive(t *testing.T, dir, stdin string, argv ...string) *liveRun {
+func startLive(t *testing.T, dir, stdin string, env []string, argv ...string) *liveRun {
 	t.Helper()
 	l := &liveRun{socket: make(chan string, 1), done: make(chan error, 1)}
 	l.cmd = exec.Command(argv[0], argv[1:]...)
 	l.cmd.Dir = dir
-	l.cmd.Env = rpctapEnv()
+	l.cmd.Env = append(rpctapEnv(), env...)
 	l.cmd.Stdin = strings.NewReader(stdin)
 	l.cmd.Stdout = &syncWriter{mu: &l.mu, b: &l.out}
 	pr, pw := io.Pipe()
@@ -59,11 +59,7 @@ func startLive(t *testing.T, dir, stdin string, argv ...string) *liveRun {
 		}
 	}()
 	go func() { err := l.cmd.Wait(); pw.Close(); l.done <- err }()
-	t.Cleanup(func() {
-		if l.cmd.ProcessState == nil {
-			l.cmd.Process.Kill()
-		}
-	})
+	t.Cleanup(func() { l.cmd.Process.Kill() })
 	return l
 }
 
@@ -90,14 +86,27 @@ func (l *liveRun) stderr() string {
 	return l.errs.String()
 }
 
-func (l *liveRun) sock(t *testing.T) string {
+// sock is the control socket's path: from rpctap's stderr, or (for a
+// parent that does not pass its child's stderr on, as the MCP SDK's
+// CommandTransport) from the header of the cassette being recorded.
+func (l *liveRun) sock(t *testing.T, cas string) string {
 	t.Helper()
-	select {
-	case p := <-l.socket:
-		return p
-	case <-time.After(30 * time.Second):
-		t.Fatalf("no control socket line on stderr:\n%s", l.stderr())
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case p := <-l.socket:
+			return p
+		case <-time.After(20 * time.Millisecond):
+		}
+		if r, err := cassette.Open(cas); err == nil {
+			h := r.Header()
+			r.Close()
+			if h.Control != "" {
+				return h.Control
+			}
+		}
 	}
+	t.Fatalf("no control socket on stderr or in the cassette header:\n%s", l.stderr())
 	return ""
 }
 
@@ -154,9 +163,9 @@ func TestInterceptACPPermissionRejected(t *testing.T) {
 	client, agent := testpeers.Tool(t, "acpclient"), testpeers.Tool(t, "acpagent")
 	dir := t.TempDir()
 	cas := filepath.Join(dir, "acp.cassette")
-	l := startLive(t, dir, "1\n", client, rp, "record", "--intercept", "-o", cas,
+	l := startLive(t, dir, "1\n", nil, client, rp, "record", "--intercept", "-o", cas,
 		"--break", "kind:response & m=session/request_permission", "--", agent)
-	sock := l.sock(t)
+	sock := l.sock(t, cas)
 	n, frame := heldNumber(t, rp, sock)
 	if !strings.Contains(frame, `"optionId":"allow"`) {
 		t.Fatalf("held frame %s is not the client's permission answer", frame)
@@ -324,4 +333,133 @@ func TestInterceptGoAPI(t *testing.T) {
 	if got := strings.Join(acts, ","); got != "inject in,drop in,release in" {
 		t.Errorf("intercept events %s", got)
 	}
+}
+
+// mcpDirect is the MCP client's output against the everything server
+// without rpctap.
+func mcpDirect(t *testing.T, dir, peer, server string) string {
+	t.Helper()
+	d := run(t, dir, "", peer, "mcp-parent", server)
+	if d.code != 0 || !strings.Contains(d.stdout, "greet: error=false Hi replay") {
+		t.Fatalf("the MCP client against the everything server: exit %d\n%s%s", d.code, d.stdout, d.stderr)
+	}
+	return d.stdout
+}
+
+// TestInterceptMCPDropAnswer: an MCP Go SDK client calls tools against the
+// MCP Go SDK everything server through `rpctap record --intercept`; the
+// answer to its first tools/call is held and dropped. The client gives up
+// on that call as on a lost answer (its per-call deadline) and the rest of
+// the session goes on as without rpctap. The cassette marks the drop with
+// the original, and the parent's record has no answer to that call.
+func TestInterceptMCPDropAnswer(t *testing.T) {
+	t.Parallel()
+	rp := realPeersRpctap(t)
+	peer, server := testpeers.Tool(t, "testpeer"), testpeers.Tool(t, "mcpserver")
+	dir := t.TempDir()
+	direct := mcpDirect(t, dir, peer, server)
+	cas := filepath.Join(dir, "mcp.cassette")
+	l := startLive(t, dir, "", []string{"RPCTAP_TESTPEER_CALL_TIMEOUT=2s"}, peer, "mcp-parent", rp, "record", "--intercept", "-o", cas,
+		"--break", "dir:out & kind:response & m=tools/call", "--", server)
+	sock := l.sock(t, cas)
+	n, frame := heldNumber(t, rp, sock)
+	if !strings.Contains(frame, "Hi replay") {
+		t.Fatalf("held %s, want greet's answer", frame)
+	}
+	if out, code := ctl(t, rp, sock, "unbreak", "1"); code != 0 {
+		t.Fatalf("ctl unbreak: %s", out)
+	}
+	if out, code := ctl(t, rp, sock, "drop", n); code != 0 {
+		t.Fatalf("ctl drop: %s", out)
+	}
+	l.wait(t, 60*time.Second)
+	out := l.stdout()
+	if !strings.Contains(out, "greet: error") || !strings.Contains(out, "deadline exceeded") {
+		t.Errorf("the client did not give up on the lost answer:\n%s", out)
+	}
+	rest := func(s string) string { return s[strings.Index(s, "roots:"):] }
+	if !strings.Contains(out, "roots:") || rest(out) != rest(direct) {
+		t.Errorf("after the lost answer the session differs from one without rpctap:\n%s\nwant\n%s", out, direct)
+	}
+	testpeers.WaitFinished(t, rp, cas, 30*time.Second)
+	recs, err := readCassette(cas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropped := false
+	for _, r := range recs {
+		if r.K == cassette.KindFrame && r.D == cassette.DirOut && bytes.Contains(r.JSON, []byte("Hi replay")) {
+			t.Errorf("record %d: the parent's record has the answer it never got", r.N)
+		}
+		if r.Ev == cassette.EventIntercept && r.Act == "drop" && bytes.Contains(r.Orig, []byte("Hi replay")) && r.D == cassette.DirOut {
+			dropped = true
+		}
+	}
+	if !dropped {
+		t.Error("no drop event with the original answer")
+	}
+	// A dropped answer is not the server's bug: check passes the session.
+	checkClean(t, cas, "mcp")
+	// The client, against replay, gets what it got then: no answer to greet.
+	cmd := exec.Command(peer, "mcp-parent", rp, "replay", "--speed", "0", cas)
+	cmd.Env = append(rpctapEnv(), "RPCTAP_TESTPEER_CALL_TIMEOUT=2s")
+	rep, _ := cmd.Output()
+	if !strings.Contains(string(rep), "greet: error") || !strings.Contains(string(rep), "roots: error=false") {
+		t.Errorf("replay to the client:\n%s", rep)
+	}
+}
+
+// TestInterceptMCPInject: while the client's first tools/call is held,
+// ctl injects a tools/call of its own toward the server; ctl prints the
+// server's answer to it (taken off the wire), and the client's output is
+// byte for byte the same as without rpctap.
+func TestInterceptMCPInject(t *testing.T) {
+	t.Parallel()
+	rp := realPeersRpctap(t)
+	peer, server := testpeers.Tool(t, "testpeer"), testpeers.Tool(t, "mcpserver")
+	dir := t.TempDir()
+	direct := mcpDirect(t, dir, peer, server)
+	cas := filepath.Join(dir, "inject.cassette")
+	l := startLive(t, dir, "", nil, peer, "mcp-parent", rp, "record", "--intercept", "-o", cas,
+		"--break", "dir:in & m=tools/call", "--", server)
+	sock := l.sock(t, cas)
+	n, _ := heldNumber(t, rp, sock)
+	ctl(t, rp, sock, "unbreak", "1")
+	call := filepath.Join(dir, "call.json")
+	os.WriteFile(call, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"greet","arguments":{"name":"injected"}}}`), 0o600)
+	out, code := ctl(t, rp, sock, "inject", "--to", "child", call)
+	if code != 0 || !strings.Contains(out, `injected 1 id "rpctap-1"`) || !strings.Contains(out, "Hi injected") {
+		t.Fatalf("ctl inject: exit %d: %s", code, out)
+	}
+	if out, code := ctl(t, rp, sock, "forward", n); code != 0 {
+		t.Fatalf("ctl forward: %s", out)
+	}
+	l.wait(t, 60*time.Second)
+	if got := l.stdout(); got != direct {
+		t.Errorf("the client's output with an injection:\n%s\nwithout rpctap:\n%s", got, direct)
+	}
+	testpeers.WaitFinished(t, rp, cas, 30*time.Second)
+	recs, err := readCassette(cas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var marks []string
+	for _, r := range recs {
+		if r.K == cassette.KindFrame && r.D == cassette.DirOut && bytes.Contains(r.JSON, []byte("Hi injected")) {
+			t.Errorf("record %d: the parent's record has the answer to the injection", r.N)
+		}
+		if r.Ev == cassette.EventIntercept {
+			marks = append(marks, r.Act)
+			if r.Act == "inject" && !bytes.Contains(recs[r.Ref].JSON, []byte(`"rpctap-1"`)) {
+				t.Errorf("inject event's ref %d is not the injected frame", r.Ref)
+			}
+			if r.Act == "take" && !bytes.Contains(r.Orig, []byte("Hi injected")) {
+				t.Errorf("take event without the answer: %s", r.Orig)
+			}
+		}
+	}
+	if got := strings.Join(marks, ","); got != "inject,take,forward" {
+		t.Errorf("intercept events %s, want inject,take,forward", got)
+	}
+	checkClean(t, cas, "mcp")
 }

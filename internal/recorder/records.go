@@ -414,6 +414,15 @@ func (r *Recorder) validateOne(sessions map[int]*protocol.Session, j valJob) (v 
 		}
 		return nil, ""
 	}
+	if j.intercepted {
+		s := sessions[j.conn]
+		if s == nil {
+			s = protocol.NewSession(r.proto)
+			sessions[j.conn] = s
+		}
+		s.Intercepted(j.dir, j.frame)
+		return nil, ""
+	}
 	if j.end {
 		if s := sessions[j.conn]; s != nil {
 			delete(sessions, j.conn)
@@ -542,6 +551,21 @@ func (r *Recorder) interceptEvent(e tap.Event, cs *connState) {
 			r.rec.Orig = append(json.RawMessage(nil), orig...)
 		} else {
 			r.rec.OrigText = string(orig)
+		}
+		if e.Action == "drop" || e.Action == "take" {
+			// The validator learns that the other side never got it
+			// (an answer rpctap kept is not a request left unanswered),
+			// in its place among the frames.
+			j := valJob{conn: e.Conn, dir: protocol.FromParent, frame: bytes.Clone(e.Original), intercepted: true}
+			if e.Stream == tap.Stdout {
+				j.dir = protocol.FromChild
+			}
+			switch {
+			case r.proto != nil:
+				r.queueValidation(j)
+			case r.detect != nil:
+				r.detect.Hold(j)
+			}
 		}
 	}
 }
