@@ -231,7 +231,7 @@ type valJob struct {
 	// intercepted: frame never reached the other side (an intercept
 	// event's original, dropped or taken); see protocol.Session.Intercepted.
 	intercepted bool
-	valid  bool // frame is valid JSON (cassette.Verbatim said so): the Session skips its syntax pass
+	valid       bool // frame is valid JSON (cassette.Verbatim said so): the Session skips its syntax pass
 	// info is the protocol's Classify answer for frame (when hasInfo): the
 	// Session does not classify again.
 	info    protocol.Info
