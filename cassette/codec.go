@@ -182,6 +182,7 @@ func (r *Record) AppendJSON(dst []byte) []byte {
 	if r.Redacted {
 		dst = append(dst, `,"redacted":true`...)
 	}
+	dst = appendOptString(dst, "icpt", r.Icpt)
 	dst = appendOptString(dst, "kind", r.Kind)
 	dst = appendOptString(dst, "method", r.Method)
 	if len(r.ID) > 0 {
@@ -394,6 +395,7 @@ type wire struct {
 	Protocol string          `json:"protocol"`
 	Records  uint64          `json:"records"`
 	Act      string          `json:"act"`
+	Icpt     string          `json:"icpt"`
 	Held     int64           `json:"held"`
 	BP       string          `json:"bp"`
 	Orig     json.RawMessage `json:"orig"`
@@ -473,6 +475,6 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 	r.Signal, r.Bytes, r.Msg = w.Signal, w.Bytes, w.Msg
 	r.Ref, r.Code, r.Severity, r.Pointer = w.Ref, w.Code, w.Severity, w.Pointer
 	r.Protocol, r.Records = w.Protocol, w.Records
-	r.Act, r.Held, r.BP, r.Orig, r.OrigText = w.Act, w.Held, w.BP, w.Orig, w.OrigText
+	r.Act, r.Held, r.BP, r.Orig, r.OrigText, r.Icpt = w.Act, w.Held, w.BP, w.Orig, w.OrigText, w.Icpt
 	return nil
 }

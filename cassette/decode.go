@@ -232,6 +232,8 @@ func (d *fdec) field(key string, w *wire) bool {
 		return d.str(&w.Control)
 	case "act":
 		return d.str(&w.Act)
+	case "icpt":
+		return d.str(&w.Icpt)
 	case "held":
 		return d.int64(&w.Held)
 	case "bp":

@@ -28,6 +28,11 @@ func TestInterceptFieldsRoundTrip(t *testing.T) {
 			t.Errorf("encoding/json reads %s as %+v (%v)", line, slow, err)
 		}
 	}
+	f := Record{N: 4, T: 8, K: KindFrame, D: DirOut, JSON: json.RawMessage(`{"a":1}`), EOL: "\n", Icpt: "edit"}
+	var fb Record
+	if err := fb.UnmarshalJSON(f.AppendJSON(nil)); err != nil || fb.Icpt != "edit" {
+		t.Errorf("frame icpt: %+v %v", fb, err)
+	}
 	// A non-JSON original given as Orig is written as orig_text.
 	r := Record{N: 1, K: KindEvent, Ev: EventIntercept, Act: "drop", Orig: json.RawMessage("{broken")}
 	line := r.AppendJSON(nil)

@@ -110,6 +110,12 @@ type Record struct {
 	// the next record of the same direction and connection continues it.
 	Part     bool `json:"part,omitempty"`
 	Redacted bool `json:"redacted,omitempty"` // secrets in the payload were replaced
+	// Icpt (format 1.2) marks a frame an intercepting tap sent: "edit" (sent
+	// instead of the original), "inject" (the user's own), "rewrite" (a
+	// --rewrite rule changed it), or "forward", "timeout", "release" (held,
+	// then sent unchanged). The intercept event right after it says more;
+	// its ref is this frame.
+	Icpt string `json:"icpt,omitempty"`
 
 	// Classification of a frame by the protocol layer (cheap, done at record time).
 	Kind   string          `json:"kind,omitempty"`   // request, response, notification, event, handshake, invalid

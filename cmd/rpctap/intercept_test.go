@@ -194,7 +194,7 @@ func TestInterceptACPPermissionRejected(t *testing.T) {
 		}
 		if r.K == cassette.KindEvent && r.Ev == cassette.EventIntercept {
 			sawEdit = r.Act == "edit" && bytes.Contains(r.Orig, []byte(`"optionId":"allow"`)) && r.Held > 0 && r.Ref > 0 &&
-				bytes.Contains(recs[r.Ref].JSON, []byte(`"optionId":"reject"`)) && strings.Contains(r.BP, "session/request_permission")
+				bytes.Contains(recs[r.Ref].JSON, []byte(`"optionId":"reject"`)) && recs[r.Ref].Icpt == "edit" && strings.Contains(r.BP, "session/request_permission")
 		}
 	}
 	if !sawEdit || recs[0].Header.Control != sock {

@@ -110,7 +110,7 @@ func (w *Writer) flushRun() error {
 }
 
 // queued is an injected frame waiting for a frame boundary, and the event
-// recorded right after it goes out.
+// that marks it.
 type queued struct {
 	b  []byte
 	ev *tap.Event
@@ -122,9 +122,10 @@ func (w *Writer) flushQueue() error {
 	for len(w.queue) > 0 && w.err == nil {
 		q := w.queue[0]
 		w.queue = w.queue[1:]
-		if w.send(q.b) == nil && q.ev != nil {
-			w.s.note(*q.ev)
+		if q.ev != nil {
+			w.s.note(*q.ev) // before the frame it marks (see frame)
 		}
+		w.send(q.b)
 	}
 	return w.err
 }
@@ -198,22 +199,27 @@ func (w *Writer) frame(hdr, payload []byte, eol string, part bool) {
 	held := time.Since(h.Since)
 	ev := tap.Event{Kind: cassette.EventIntercept, Stream: w.stream(), Action: string(v.act),
 		HeldNs: int64(held), Breakpoint: fmt.Sprintf("%d %s", bp.N, bp.Expr)}
+	// The event goes first: the recorder marks the next frame of this
+	// stream with it and writes the event right after that frame (with
+	// its record number), so a reader knows a frame's mark when it reads
+	// the frame. A drop has no frame: its event stands alone.
 	switch v.act {
 	case ActDrop:
 		ev.Original = append([]byte(nil), payload...)
+		w.s.note(ev)
 	case ActEdit:
 		ev.Original = append([]byte(nil), payload...)
 		if hdr != nil {
 			hdr = framing.WithLength(hdr, len(v.payload))
 		}
 		payload = v.payload
+		w.s.note(ev)
 		w.appendFrame(hdr, payload, eol)
 	default:
+		w.s.note(ev)
 		w.appendFrame(hdr, payload, eol)
 	}
-	// The frame is recorded when it is forwarded, the event right after.
 	w.flushRun()
-	w.s.note(ev)
 	w.s.tell(fmt.Sprintf("frame %d: %s after %s", h.N, v.act, held.Round(time.Millisecond)))
 }
 

@@ -214,7 +214,10 @@ type connState struct {
 	lastT   [3]int64             // T of each stream's latest chunk
 	partHdr [3]string            // header block of a Content-Length message being recorded in parts
 	pending [2]map[string]string // per direction: request id -> method, awaiting a response from the other side
-	lastN   [3]uint64            // record number of each stream's latest frame (an intercept event's ref)
+	// mark is an intercept event that marks the next frame of its stream
+	// (the tap tells it just before it forwards the frame): the frame is
+	// written with icpt, the event right after it.
+	mark [3]*tap.Event
 }
 
 type valJob struct {
@@ -638,6 +641,11 @@ func (r *Recorder) endStreams(conn int, cs *connState) {
 		cs.split[s].End(func(h, p []byte, eol string, part bool) {
 			r.line(conn, stream, cs.lastT[stream], h, p, eol, part)
 		})
+		if m := cs.mark[s]; m != nil {
+			// The marked frame never came (its forwarding failed).
+			cs.mark[s] = nil
+			r.writeIntercept(*m, cs, 0)
+		}
 	}
 }
 

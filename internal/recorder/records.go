@@ -156,9 +156,18 @@ func (r *Recorder) line(conn int, stream tap.Stream, t int64, hdr, payload []byt
 	} else {
 		r.rec.SetPayloadChecked(payload, verbatim)
 	}
+	m := cs.mark[stream%3]
+	if m != nil && !part {
+		r.rec.Icpt = m.Action
+	}
 	r.stats.Frames++
 	r.put()
-	cs.lastN[stream%3] = r.rec.N
+	if m != nil && !part {
+		cs.mark[stream%3] = nil
+		fn := r.rec.N
+		m.T = max(m.T, t)
+		defer r.writeIntercept(*m, cs, fn) // after the validation job of this frame
+	}
 	if r.failed.Load() {
 		return
 	}
@@ -481,6 +490,15 @@ func panicLine(p any) string {
 func (r *Recorder) event(it *item) {
 	e := it.ev
 	cs := r.conn(e.Conn)
+	if e.Kind == cassette.EventIntercept {
+		switch e.Action {
+		case "drop", "take":
+			r.writeIntercept(e, cs, 0)
+		default:
+			cs.mark[e.Stream%3] = &e
+		}
+		return
+	}
 	switch e.Kind {
 	case cassette.EventStdinEOF:
 		sp := &cs.split[tap.Stdin]
@@ -522,25 +540,27 @@ func (r *Recorder) event(it *item) {
 		r.stats.Gaps++
 	case cassette.EventStdinEOF:
 		r.rec.D = cassette.DirIn
-	case cassette.EventIntercept:
-		r.interceptEvent(e, cs)
 	}
 	r.put()
 }
 
+// writeIntercept writes an intercept event; ref is the frame it marks (0:
+// none was sent).
+func (r *Recorder) writeIntercept(e tap.Event, cs *connState, ref uint64) {
+	r.newRecord(e.T, cassette.KindEvent, e.Conn)
+	r.rec.Ev = e.Kind
+	r.rec.Msg = e.Msg
+	r.interceptEvent(e, cs)
+	r.rec.Ref = ref
+	r.put()
+}
+
 // interceptEvent fills the format 1.2 members of an intercept event: what
-// was done, how long the frame was held, by which breakpoint or rule, the
-// frame that was sent (ref: the latest frame of the stream, which the tap
-// forwarded just before it told the event) and the original, redacted as
-// a frame would be.
+// was done, how long the frame was held, by which breakpoint or rule, and
+// the original, redacted as a frame would be.
 func (r *Recorder) interceptEvent(e tap.Event, cs *connState) {
 	r.rec.D = dirOf(e.Stream)
 	r.rec.Act, r.rec.Held, r.rec.BP = e.Action, e.HeldNs, e.Breakpoint
-	switch e.Action {
-	case "drop", "take":
-	default:
-		r.rec.Ref = cs.lastN[e.Stream%3]
-	}
 	if e.Original != nil {
 		orig := e.Original
 		verbatim := cassette.Verbatim(orig)
