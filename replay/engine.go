@@ -154,7 +154,7 @@ func newEngine(src Source, r role, o *options) (*engine, error) {
 		return nil, err
 	}
 	e := &engine{name: f.name, conn: conn, d: d, role: r, o: o, ign: ign, issued: map[string]string{},
-		binds: map[string]string{}, known: map[string]bool{}, sp: newStepper(rs, conn, d), cut: f.cut}
+		binds: map[string]string{}, known: map[string]bool{}, sp: newStepper(rs, conn, d, r), cut: f.cut}
 	if d.idKeyed() {
 		e.idKey = d.responseID()
 	}

@@ -357,6 +357,7 @@ func (f *feed) read(conn int) (string, recordSource, error) {
 type stepper struct {
 	src     recordSource
 	conn    int
+	role    role // which side the replay plays: frames only the other side saw (an intercept) are left out
 	d       dialect
 	queue   []*estep // built steps, in order; the head may wait for its parts
 	partial map[cassette.Dir]*estep
@@ -375,8 +376,8 @@ type pairKey struct {
 	id  string
 }
 
-func newStepper(src recordSource, conn int, d dialect) *stepper {
-	return &stepper{src: src, conn: conn, d: d, partial: map[cassette.Dir]*estep{}, open: map[pairKey][]*estep{}}
+func newStepper(src recordSource, conn int, d dialect, r role) *stepper {
+	return &stepper{src: src, conn: conn, d: d, role: r, partial: map[cassette.Dir]*estep{}, open: map[pairKey][]*estep{}}
 }
 
 // next returns the next step, or nil at the end of the sequence (sp.err
@@ -439,6 +440,15 @@ func (sp *stepper) push(st step) {
 	}
 }
 
+// sees reports whether a frame of direction d that only one side had to
+// do with (childOnly: the child got it or sent it; else the parent) is a
+// step of this replay: the fake child (roleChild) plays against a live
+// parent, so it keeps what the parent saw; the fake parent (verify) keeps
+// what the child saw.
+func (sp *stepper) sees(d cassette.Dir, childOnly bool) bool {
+	return childOnly == (sp.role == roleParent)
+}
+
 // add turns one record into a step (or part of one).
 func (sp *stepper) add(rec *cassette.Record) {
 	conn := sp.conn
@@ -448,6 +458,11 @@ func (sp *stepper) add(rec *cassette.Record) {
 	switch rec.K {
 	case cassette.KindFrame:
 		if rec.D != dirIn && rec.D != dirOut {
+			return
+		}
+		if rec.Icpt == "inject" && !sp.sees(rec.D, rec.D == dirIn) {
+			// A frame the user injected: the side it was sent to saw it,
+			// the side it seems to come from never sent it.
 			return
 		}
 		if p := sp.partial[rec.D]; p != nil {
@@ -491,6 +506,21 @@ func (sp *stepper) add(rec *cassette.Record) {
 		sp.push(step{kind: stepStderr, frame: &Frame{Record: rec.N, Dir: cassette.DirErr, Raw: payloadOf(rec)}, eol: rec.EOL, t: rec.T})
 	case cassette.KindEvent:
 		switch {
+		case rec.Ev == cassette.EventIntercept && rec.Conn == conn && (rec.Act == "drop" || rec.Act == "take") &&
+			(rec.D == dirIn || rec.D == dirOut):
+			// A frame one side sent and the other never got (dropped, or
+			// the answer to an injected request, taken off the wire):
+			// it is a step only for the engine that plays the receiver's
+			// side opposite the live sender.
+			orig := []byte(rec.Orig)
+			if orig == nil {
+				orig = []byte(rec.OrigText)
+			}
+			if len(orig) == 0 || !sp.sees(rec.D, rec.D == dirOut) {
+				return
+			}
+			f := &Frame{Record: rec.N, Dir: rec.D, Raw: orig, json: rec.Orig != nil}
+			sp.push(step{kind: stepFrame, frame: f, eol: "\n", t: rec.T})
 		case rec.Ev == cassette.EventStdinEOF && rec.Conn == conn,
 			rec.Ev == cassette.EventConnClose && rec.Conn == conn && conn != 0:
 			sp.push(step{kind: stepEOF, t: rec.T, frame: &Frame{Record: rec.N, Dir: dirIn, Kind: "eof"}})

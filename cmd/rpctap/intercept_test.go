@@ -407,6 +407,11 @@ func TestInterceptMCPDropAnswer(t *testing.T) {
 	if !strings.Contains(string(rep), "greet: error") || !strings.Contains(string(rep), "roots: error=false") {
 		t.Errorf("replay to the client:\n%s", rep)
 	}
+	// The server, driven by verify, answers greet as it did: the dropped
+	// answer is one verify expects.
+	if v := run(t, dir, "", rp, "verify", cas, "--", server); v.code != 0 {
+		t.Errorf("verify against the server: exit %d\n%s%s", v.code, v.stdout, v.stderr)
+	}
 }
 
 // TestInterceptMCPInject: while the client's first tools/call is held,
