@@ -468,3 +468,59 @@ func TestInterceptMCPInject(t *testing.T) {
 	}
 	checkClean(t, cas, "mcp")
 }
+
+// TestInterceptGoplsHoverEdit: an LSP driver talks to gopls through
+// `rpctap record --intercept`; gopls's hover answer is held and edited.
+// The driver shows the edited text (it reads the message by its
+// Content-Length, which rpctap recounted), and the cassette's record of
+// the message carries the recounted header.
+func TestInterceptGoplsHoverEdit(t *testing.T) {
+	t.Parallel()
+	rp := realPeersRpctap(t)
+	gopls := testpeers.Gopls(t)
+	peer := testpeers.Tool(t, "testpeer")
+	ws := goModule(t)
+	cas := filepath.Join(t.TempDir(), "gopls.cassette")
+	l := startLive(t, ws, "", nil, peer, "lsp-parent", rp, "record", "--intercept", "-o", cas,
+		"--break", "dir:out & kind:response & m=textDocument/hover", "--", gopls)
+	sock := l.sock(t, cas)
+	n, frame := heldNumber(t, rp, sock)
+	var msg map[string]any
+	if err := json.Unmarshal([]byte(frame), &msg); err != nil {
+		t.Fatalf("held frame %s: %v", frame, err)
+	}
+	res := msg["result"].(map[string]any)
+	res["contents"] = map[string]any{"kind": "plaintext", "value": "edited by rpctap: ünïcödé counts in bytes"}
+	edited, _ := json.Marshal(msg)
+	ef := filepath.Join(t.TempDir(), "hover.json")
+	os.WriteFile(ef, edited, 0o600)
+	if out, code := ctl(t, rp, sock, "edit", n, ef); code != 0 {
+		t.Fatalf("ctl edit: %s", out)
+	}
+	l.wait(t, 90*time.Second)
+	if out := l.stdout(); !strings.Contains(out, `hover: "edited by rpctap: ünïcödé counts in bytes"`) || !strings.Contains(out, "definition: main.go:5:5") {
+		t.Fatalf("the driver did not get the edited hover:\n%s\n%s", out, l.stderr())
+	}
+	testpeers.WaitFinished(t, rp, cas, 30*time.Second)
+	recs, err := readCassette(cas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range recs {
+		if r.K == cassette.KindFrame && r.Icpt == "edit" {
+			found = true
+			if want := "Content-Length: " + itoa(len(r.JSON)) + "\r\n\r\n"; r.Hdr != want || !bytes.Contains(r.JSON, []byte("edited by rpctap")) {
+				t.Errorf("edited message recorded with header %q, body %d bytes", r.Hdr, len(r.JSON))
+			}
+		}
+	}
+	if !found {
+		t.Error("no frame marked edit")
+	}
+	checkClean(t, cas, "lsp")
+	rep := run(t, ws, "", peer, "lsp-parent", rp, "replay", "--speed", "0", cas)
+	if !strings.Contains(rep.stdout, `hover: "edited by rpctap`) {
+		t.Errorf("replay to the driver: exit %d\n%s%s", rep.code, rep.stdout, rep.stderr)
+	}
+}
