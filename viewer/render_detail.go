@@ -8,6 +8,7 @@ import (
 
 	"github.com/rivo/tview"
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/filterexpr"
 )
 
 // maxDetailBytes caps how much of one payload the detail pane pretty
@@ -60,6 +61,10 @@ func RenderDetail(r *cassette.Record, row Row, viols []cassette.Record, color bo
 	}
 	if r.Redacted {
 		b.WriteString(c("[gray]", "secrets in this frame were redacted when it was recorded"))
+		b.WriteByte('\n')
+	}
+	if m := filterexpr.InterceptMark(r); m != "" {
+		b.WriteString(c("[fuchsia]", m+" sent by rpctap's intercept ("+r.Icpt+"); the intercept event after it keeps the original"))
 		b.WriteByte('\n')
 	}
 	for _, v := range viols {

@@ -68,6 +68,12 @@ func Summarize(r *cassette.Record, prevT int64) Row {
 	if r.Part {
 		row.Label = strings.TrimSpace(row.Label + " (continued in next record)")
 	}
+	if m := filterexpr.InterceptMark(r); m != "" {
+		// A frame rpctap sent other than as the other side wrote it
+		// (record --intercept): the mark leads its summary.
+		row.Summary = strings.TrimSpace(m + " " + row.Summary)
+		row.Label = strings.TrimSpace(m + " " + row.Label)
+	}
 	return row
 }
 

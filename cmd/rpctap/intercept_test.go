@@ -202,6 +202,15 @@ func TestInterceptACPPermissionRejected(t *testing.T) {
 	}
 	// check: an edited session is still a valid one.
 	checkClean(t, cas, "acp")
+	// view and export mark the rows.
+	if code, screen, errs := viewMain("view", "--dump", "200x40", "--keys", "fm=session/request_permission<enter>", cas); code != 0 {
+		t.Errorf("view --dump: exit %d: %s", code, errs)
+	} else if !strings.Contains(screen, "[edited]") {
+		t.Errorf("view does not mark the edited frame:\n%s", screen)
+	}
+	if code, har, errs := runMain("export", "--format", "har", cas); code != 0 || !strings.Contains(har, `"X-Rpctap-Intercept"`) {
+		t.Errorf("export har: exit %d, no X-Rpctap-Intercept header: %s", code, errs)
+	}
 
 	// Each side gets what it saw: the client (answering reject this time)
 	// the refusal from replay; the agent, driven by verify, the rejection.

@@ -386,12 +386,59 @@ func EventText(r *cassette.Record) string {
 		return "warning: " + r.Msg
 	case cassette.EventConnOpen, cassette.EventConnClose:
 		return fmt.Sprintf("%s %d", r.Ev, r.Conn)
+	case cassette.EventIntercept:
+		return InterceptText(r)
 	}
 	s := r.Ev
 	if r.Msg != "" {
 		s += ": " + r.Msg
 	}
 	return s
+}
+
+// InterceptText describes an intercept event (format 1.2): what rpctap
+// did with a frame of its direction, how long it held it and why.
+func InterceptText(r *cassette.Record) string {
+	what := map[string]string{
+		"forward": "held, then forwarded unchanged", "edit": "held, then an edited frame sent instead",
+		"drop": "held, then dropped", "timeout": "held, forwarded unchanged at the timeout",
+		"release": "held, forwarded unchanged when its controller or the child went away",
+		"inject":  "a frame of the user's, injected", "take": "the answer to an injected request, taken off the wire",
+		"rewrite": "changed by a rewrite rule",
+	}[r.Act]
+	if what == "" {
+		what = r.Act
+	}
+	s := fmt.Sprintf("intercept %s: %s", r.D, what)
+	if r.Held > 0 {
+		s += fmt.Sprintf(" after %s", time.Duration(r.Held).Round(time.Millisecond))
+	}
+	if r.BP != "" {
+		s += " (" + r.BP + ")"
+	}
+	if r.Ref != 0 {
+		s += fmt.Sprintf(", sent as #%d", r.Ref)
+	}
+	if r.Orig != nil || r.OrigText != "" {
+		s += "; original kept"
+	}
+	return s
+}
+
+// InterceptMark is the short mark of a frame an intercepting tap sent
+// (its icpt member), "" for any other record.
+func InterceptMark(r *cassette.Record) string {
+	switch r.Icpt {
+	case "":
+		return ""
+	case "edit":
+		return "[edited]"
+	case "inject":
+		return "[injected]"
+	case "rewrite":
+		return "[rewritten]"
+	}
+	return "[held]"
 }
 
 // IsChunk reports whether a frame is one piece of a streamed answer

@@ -109,3 +109,20 @@ func TestText(t *testing.T) {
 		}
 	}
 }
+
+// TestInterceptText: intercept events and marked frames describe
+// themselves (the viewer's rows, cat --format table).
+func TestInterceptText(t *testing.T) {
+	ev := cassette.Record{K: cassette.KindEvent, Ev: cassette.EventIntercept, D: cassette.DirIn, Act: "edit",
+		Held: 1500e6, BP: "1 m:tools/call", Ref: 7, Orig: []byte(`{"a":1}`)}
+	if got, want := string(Text(&ev)), "intercept in: held, then an edited frame sent instead after 1.5s (1 m:tools/call), sent as #7; original kept"; got != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+	f := frame(cassette.DirIn, `{"a":2}`, "", "", "")
+	for icpt, want := range map[string]string{"": "", "edit": "[edited]", "inject": "[injected]", "rewrite": "[rewritten]", "timeout": "[held]"} {
+		f.Icpt = icpt
+		if got := InterceptMark(&f); got != want {
+			t.Errorf("mark of %q: %q, want %q", icpt, got, want)
+		}
+	}
+}
