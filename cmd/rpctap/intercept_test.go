@@ -533,3 +533,74 @@ func TestInterceptGoplsHoverEdit(t *testing.T) {
 		t.Errorf("replay to the driver: exit %d\n%s%s", rep.code, rep.stdout, rep.stderr)
 	}
 }
+
+// TestRewriteBothDirectionsBothFramings: --rewrite rules run in one place
+// on both directions and both framings: with cat as the child, a rule on
+// the parent's frame and one on the echo come out rewritten, a
+// Content-Length message with its length recounted, and the cassette marks
+// each changed frame with its original.
+func TestRewriteBothDirectionsBothFramings(t *testing.T) {
+	t.Parallel()
+	rp := rpctapPath(t)
+	for _, c := range []struct {
+		name, in, want string
+	}{
+		{"ndjson", `{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":1,"b":"keep"}}` + "\n" + `{"jsonrpc":"2.0","method":"y"}` + "\n",
+			`{"jsonrpc":"2.0","id":1,"method":"x"}` + "\n" + `{"jsonrpc":"2.0","method":"y"}` + "\n"},
+		{"content-length", "Content-Length: 62\r\n\r\n" + `{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":1,"b":"k"}}`,
+			"Content-Length: 37\r\n\r\n" + `{"jsonrpc":"2.0","id":1,"method":"x"}`},
+	} {
+		cas := filepath.Join(t.TempDir(), c.name+".cassette")
+		cmd := exec.Command(rp, "record", "-q", "-o", cas,
+			"--rewrite", `dir:in & m=x => set params.a 2`, "--rewrite", `dir:out & m=x => delete params`, "--", "cat")
+		cmd.Env = rpctapEnv()
+		cmd.Stdin = strings.NewReader(c.in)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if string(out) != c.want {
+			t.Errorf("%s: the parent got %q, want %q", c.name, out, c.want)
+		}
+		recs, err := readCassette(cas)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var marks []string
+		for _, r := range recs {
+			if r.K == cassette.KindFrame && r.Icpt != "" {
+				marks = append(marks, string(r.D)+" "+r.Icpt+" "+string(r.JSON))
+			}
+			if r.Ev == cassette.EventIntercept && (r.Act != "rewrite" || r.Ref == 0 || r.Orig == nil || !strings.Contains(r.BP, "=>")) {
+				t.Errorf("%s: intercept event %+v", c.name, r)
+			}
+		}
+		want := []string{`in rewrite {"jsonrpc":"2.0","id":1,"method":"x","params":{"a":2,"b":`, `out rewrite {"jsonrpc":"2.0","id":1,"method":"x"}`}
+		if len(marks) != 2 || !strings.HasPrefix(marks[0], want[0]) || marks[1] != want[1] {
+			t.Errorf("%s: marked frames %q", c.name, marks)
+		}
+	}
+	// A bad rule is a usage error.
+	if code, _, errs := runMain("record", "--rewrite", "m:x => frob", "--", "cat"); code != ExitUsage || !strings.Contains(errs, "unknown action") {
+		t.Errorf("bad rule: exit %d: %s", code, errs)
+	}
+}
+
+// TestRewriteMCPError: a rule replaces the everything server's answer to
+// tools/call greet with a JSON-RPC error; the MCP SDK client reports the
+// error for that call and the others as without rpctap.
+func TestRewriteMCPError(t *testing.T) {
+	t.Parallel()
+	rp := realPeersRpctap(t)
+	peer, server := testpeers.Tool(t, "testpeer"), testpeers.Tool(t, "mcpserver")
+	dir := t.TempDir()
+	cas := filepath.Join(dir, "rw.cassette")
+	res := run(t, dir, "", peer, "mcp-parent", rp, "record", "-o", cas, "--rewrite",
+		"dir:out & m=tools/call & /Hi.replay/ => error -32603 rewritten by rpctap", "--", server)
+	testpeers.WaitFinished(t, rp, cas, 30*time.Second)
+	out := res.stdout + res.stderr
+	if !strings.Contains(out, "greet: error") || !strings.Contains(out, "rewritten by rpctap") || !strings.Contains(out, "roots: error=false") {
+		t.Errorf("the client's output:\n%s", out)
+	}
+	checkClean(t, cas, "mcp")
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/rpctap/rpctap/internal/framing"
 	"github.com/rpctap/rpctap/internal/portable"
 	"github.com/rpctap/rpctap/internal/recorder"
+	"github.com/rpctap/rpctap/internal/rewrite"
 	"github.com/rpctap/rpctap/protocol"
 	"github.com/rpctap/rpctap/replay"
 	"github.com/rpctap/rpctap/tap"
@@ -49,6 +50,8 @@ type recordOptions struct {
 	Intercept        bool
 	InterceptTimeout time.Duration
 	Break            []string
+	Rewrite          []string
+	rewrites         rewrite.Rules
 }
 
 func init() {
@@ -131,6 +134,7 @@ missing command, 126 if CMD cannot be executed, 127 if it is not found.`,
 			fs.BoolVar(&o.Intercept, "intercept", false, "open a control socket to hold, edit, drop and inject frames (see 'rpctap ctl' and docs/intercept.md)")
 			fs.DurationVar(&o.InterceptTimeout, "intercept-timeout", 0, "forward a held frame unchanged after `DURATION` (0: hold until told)")
 			fs.StringArrayVar(&o.Break, "break", nil, "with --intercept: hold frames matching the filter `EXPR` from the first frame on (repeatable)")
+			fs.StringArrayVar(&o.Rewrite, "rewrite", nil, "change the frames a filter selects: `'EXPR => ACTION'`, ACTION set PATH JSON, delete PATH or error CODE MESSAGE (repeatable; each change is marked in the cassette with the original)")
 			return func(args []string, stdio Stdio) error { return runRecord(&o, args, stdio) }
 		},
 	})
@@ -203,7 +207,9 @@ func runRecord(o *recordOptions, args []string, stdio Stdio) error {
 	}
 	if ic != nil {
 		defer ic.close()
-		h.Control = ic.ln.Path()
+		if ic.ln != nil {
+			h.Control = ic.ln.Path()
+		}
 	}
 	obs := startRecorder(o, h, filepath.Base(args[0]), start, stdio)
 

@@ -6,11 +6,27 @@ import (
 
 	"github.com/rpctap/rpctap/internal/ctlsock"
 	"github.com/rpctap/rpctap/internal/intercept"
+	"github.com/rpctap/rpctap/internal/rewrite"
 	"github.com/rpctap/rpctap/tap"
 )
 
 // checkIntercept checks the --intercept flags.
 func (o *recordOptions) checkIntercept() error {
+	for _, text := range o.Rewrite {
+		r, err := rewrite.Parse(text)
+		if err != nil {
+			return Usagef("record: --rewrite: %v", err)
+		}
+		o.rewrites = append(o.rewrites, r)
+	}
+	if len(o.rewrites) > 0 {
+		if o.Listen != "" {
+			return Usagef("record: --rewrite is for stdio recordings")
+		}
+		if len(o.Fault) > 0 || o.FaultsFile != "" {
+			return Usagef("record: --fault and --rewrite do not combine yet: write the fault as a rewrite (error CODE MESSAGE, delete PATH)")
+		}
+	}
 	if !o.Intercept {
 		if o.InterceptTimeout != 0 || len(o.Break) > 0 {
 			return Usagef("record: --intercept-timeout and --break need --intercept")
@@ -41,7 +57,7 @@ type interceptRun struct {
 // startIntercept opens the control socket and says where it is on stderr
 // (always: a user needs the path to attach, whatever stderr is).
 func startIntercept(o *recordOptions, stdio Stdio) (*interceptRun, error) {
-	if !o.Intercept {
+	if !o.Intercept && len(o.rewrites) == 0 {
 		return nil, nil
 	}
 	ic := &interceptRun{}
@@ -53,6 +69,7 @@ func startIntercept(o *recordOptions, stdio Stdio) (*interceptRun, error) {
 				ic.cmd.Note(e)
 			}
 		},
+		Rewrite: o.rewrites,
 		Tell: func(msg string) {
 			ic.mu.Lock()
 			fmt.Fprintf(stdio.Err, "rpctap: intercept: %s\n", msg)
@@ -66,6 +83,10 @@ func startIntercept(o *recordOptions, stdio Stdio) (*interceptRun, error) {
 		if _, err := s.Break(b, 0); err != nil {
 			return nil, Usagef("record: --break %q: %v", b, err)
 		}
+	}
+	ic.s = s
+	if !o.Intercept {
+		return ic, nil // --rewrite alone: the intercepting path, no control socket
 	}
 	ln, err := ctlsock.Listen("")
 	if err != nil {
@@ -90,5 +111,7 @@ func (ic *interceptRun) install(c *tap.Cmd) {
 
 func (ic *interceptRun) close() {
 	ic.s.Release()
-	ic.srv.Close()
+	if ic.srv != nil {
+		ic.srv.Close()
+	}
 }

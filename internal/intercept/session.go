@@ -33,6 +33,7 @@ import (
 
 	"github.com/rpctap/rpctap/cassette"
 	"github.com/rpctap/rpctap/internal/filterexpr"
+	"github.com/rpctap/rpctap/internal/rewrite"
 	"github.com/rpctap/rpctap/protocol"
 	"github.com/rpctap/rpctap/tap"
 )
@@ -99,6 +100,9 @@ type Options struct {
 	// Tell is told one line about each frame held and each verdict (stderr
 	// in `rpctap record`); nil is quiet.
 	Tell func(string)
+	// Rewrite rules (record --rewrite) run on every frame of both
+	// directions before breakpoints see it.
+	Rewrite rewrite.Rules
 }
 
 // Session is the intercepting state of one recording.
@@ -262,8 +266,11 @@ func (s *Session) HeldFrames() []Held {
 	return out
 }
 
-// active reports whether any breakpoint is set.
+// active reports whether any breakpoint is set, or a rewrite rule.
 func (s *Session) active() bool {
+	if len(s.opt.Rewrite) > 0 {
+		return true
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.bps) > 0 && !s.released

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -181,8 +182,28 @@ func (w *Writer) frame(hdr, payload []byte, eol string, part bool) {
 		return
 	}
 	r := filterexpr.Frame(w.dir, payload, string(info.Kind), info.Method, info.ID)
-	bp := w.s.match(&r, filterexpr.MatchInfo{Method: method})
+	mi := filterexpr.MatchInfo{Method: method}
+	var rewritten *tap.Event
+	if len(w.s.opt.Rewrite) > 0 {
+		if out, ch := w.s.opt.Rewrite.Apply(&r, mi); ch != nil {
+			rewritten = &tap.Event{Kind: cassette.EventIntercept, Stream: w.stream(), Action: string(ActRewrite),
+				Breakpoint: strings.Join(ch.Rules, "; "), Original: ch.Original}
+			payload = out
+			if hdr != nil {
+				hdr = framing.WithLength(hdr, len(payload))
+			}
+			r.SetPayload(payload)
+		}
+	}
+	bp := w.s.match(&r, mi)
 	if bp == nil {
+		if rewritten != nil {
+			w.flushRun()
+			w.s.note(*rewritten) // marks the frame that follows
+			w.appendFrame(hdr, payload, eol)
+			w.flushRun()
+			return
+		}
 		w.appendFrame(hdr, payload, eol)
 		return
 	}
@@ -199,16 +220,26 @@ func (w *Writer) frame(hdr, payload []byte, eol string, part bool) {
 	held := time.Since(h.Since)
 	ev := tap.Event{Kind: cassette.EventIntercept, Stream: w.stream(), Action: string(v.act),
 		HeldNs: int64(held), Breakpoint: fmt.Sprintf("%d %s", bp.N, bp.Expr)}
+	if rewritten != nil {
+		// One mark a frame: the hold's, which also keeps the frame as the
+		// other side sent it, before the rewrite rules.
+		ev.Breakpoint += "; rewrite: " + rewritten.Breakpoint
+		ev.Original = rewritten.Original
+	}
 	// The event goes first: the recorder marks the next frame of this
 	// stream with it and writes the event right after that frame (with
 	// its record number), so a reader knows a frame's mark when it reads
 	// the frame. A drop has no frame: its event stands alone.
 	switch v.act {
 	case ActDrop:
-		ev.Original = append([]byte(nil), payload...)
+		if ev.Original == nil {
+			ev.Original = append([]byte(nil), payload...)
+		}
 		w.s.note(ev)
 	case ActEdit:
-		ev.Original = append([]byte(nil), payload...)
+		if ev.Original == nil {
+			ev.Original = append([]byte(nil), payload...)
+		}
 		if hdr != nil {
 			hdr = framing.WithLength(hdr, len(v.payload))
 		}
