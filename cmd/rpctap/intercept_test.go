@@ -284,6 +284,23 @@ func TestInterceptGoAPI(t *testing.T) {
 	if len(st.Held) != 1 || st.Held[0].Method != "hold/one" || st.Held[0].Breakpoint != bp {
 		t.Fatalf("held: %+v", st.Held)
 	}
+	// view on the live cassette attaches by itself (the header names the
+	// socket); view --attach SOCKET finds the cassette from the session.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if r, err := cassette.Open(cas); err == nil {
+			r.Close()
+			break
+		}
+	}
+	for _, args := range [][]string{{"view", "--dump", "160x30", cas}, {"view", "--dump", "160x30", "--attach", sock}} {
+		code, screen, errs := viewMain(args...)
+		if code != 0 || !strings.Contains(screen, "1 held, oldest") {
+			t.Errorf("%v: exit %d %s\n%s", args, code, errs, screen)
+		}
+		if args[len(args)-1] == sock && !strings.Contains(screen, "hold/one") {
+			t.Errorf("the held frames pane does not show the frame:\n%s", screen)
+		}
+	}
 	if _, _, err := c.Inject(cassette.DirIn, []byte(`{"jsonrpc":"2.0","method":"injected"}`), 0); err != nil {
 		t.Fatal(err)
 	}

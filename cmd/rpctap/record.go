@@ -211,7 +211,10 @@ func runRecord(o *recordOptions, args []string, stdio Stdio) error {
 			h.Control = ic.ln.Path()
 		}
 	}
-	obs := startRecorder(o, h, filepath.Base(args[0]), start, stdio)
+	obs, casPath := startRecorder(o, h, filepath.Base(args[0]), start, stdio)
+	if ic != nil && obs != nil {
+		ic.s.SetCassette(casPath)
+	}
 
 	tuneForwarding()
 	c := tap.Command(args[0], args[1:]...)
@@ -281,12 +284,12 @@ func startFailure(err error) error {
 
 // startRecorder starts the crash-safe recorder process. A failure is one
 // warning line and a nil observer: the session runs unrecorded.
-func startRecorder(o *recordOptions, h cassette.Header, base string, start time.Time, stdio Stdio) tap.Observer {
+func startRecorder(o *recordOptions, h cassette.Header, base string, start time.Time, stdio Stdio) (tap.Observer, string) {
 	warn := func(msg string) { fmt.Fprintf(stdio.Err, "rpctap: warning: %s\n", msg) }
 	path, err := cassettePath(o, base, start)
 	if err != nil {
 		warn(fmt.Sprintf("not recording: %v", err))
-		return nil
+		return nil, ""
 	}
 	if !o.Quiet {
 		if f, ok := stdio.Err.(*os.File); ok && isTerminal(f) {
@@ -307,9 +310,9 @@ func startRecorder(o *recordOptions, h cassette.Header, base string, start time.
 	})
 	if err != nil {
 		warn(fmt.Sprintf("not recording: %v", err))
-		return nil
+		return nil, ""
 	}
-	return obs
+	return obs, path
 }
 
 // cassettePath picks the cassette's file: -o, else a new name in --dir,
@@ -388,7 +391,7 @@ func recordSocket(o *recordOptions, stdio Stdio) error {
 	if err := p.Bind(); err != nil {
 		return err
 	}
-	if obs := startRecorder(o, h, filepath.Base(o.Upstream), start, stdio); obs != nil {
+	if obs, _ := startRecorder(o, h, filepath.Base(o.Upstream), start, stdio); obs != nil {
 		p.Observer, p.ObserveFirst = obs, true
 	}
 	return p.Serve(ctx)

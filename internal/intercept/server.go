@@ -46,6 +46,7 @@ type reply struct {
 	Breakpoints []Breakpoint `json:"breakpoints,omitempty"`
 	Answers     []Answer     `json:"answers,omitempty"`
 	Protocol    string       `json:"protocol,omitempty"`
+	Cassette    string       `json:"cassette,omitempty"`
 	Injection   *Injection   `json:"injection,omitempty"`
 	Answer      *Answer      `json:"answer,omitempty"`
 }
@@ -154,6 +155,9 @@ func (sv *Server) do(req request, owner int) reply {
 		err = s.Unbreak(req.N)
 	case "list":
 		rep.Held, rep.Breakpoints, rep.Answers, rep.Protocol = s.HeldFrames(), s.Breakpoints(), s.Answers(), s.Protocol()
+		s.mu.Lock()
+		rep.Cassette = s.opt.Cassette
+		s.mu.Unlock()
 	case "forward":
 		err = s.Forward(req.N)
 	case "drop":
@@ -253,13 +257,14 @@ type State struct {
 	Breakpoints []Breakpoint
 	Answers     []Answer
 	Protocol    string
+	Cassette    string // the path the session records to ("" when unknown)
 }
 
 // List returns the held frames (oldest first), the breakpoints and the
 // answers to injected requests.
 func (c *Client) List() (State, error) {
 	rep, err := c.call(request{Op: "list"})
-	return State{Held: rep.Held, Breakpoints: rep.Breakpoints, Answers: rep.Answers, Protocol: rep.Protocol}, err
+	return State{Held: rep.Held, Breakpoints: rep.Breakpoints, Answers: rep.Answers, Protocol: rep.Protocol, Cassette: rep.Cassette}, err
 }
 
 // Forward forwards held frame n unchanged (0: every held frame).

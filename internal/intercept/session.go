@@ -100,6 +100,9 @@ type Options struct {
 	// Tell is told one line about each frame held and each verdict (stderr
 	// in `rpctap record`); nil is quiet.
 	Tell func(string)
+	// Cassette is the path the session records to, told to control
+	// clients (view --attach SOCKET opens it).
+	Cassette string
 	// Rewrite rules (record --rewrite) run on every frame of both
 	// directions before breakpoints see it.
 	Rewrite rewrite.Rules
@@ -151,6 +154,13 @@ func (s *Session) Wrap(st tap.Stream, forward func([]byte) error) io.Writer {
 	w := newWriter(s, st, forward)
 	s.writers[st&1] = w
 	return w
+}
+
+// SetCassette tells the session where it records (Options.Cassette).
+func (s *Session) SetCassette(path string) {
+	s.mu.Lock()
+	s.opt.Cassette = path
+	s.mu.Unlock()
 }
 
 // writer is the Writer of direction d.
