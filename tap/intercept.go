@@ -36,6 +36,11 @@ type Interceptor interface {
 	Release()
 }
 
+// stdinEnder is what the writer an Interceptor wraps stdin with may also
+// be: told that the parent closed stdin, before the EOF is recorded and
+// passed on to the child, so that what is held goes first.
+type stdinEnder interface{ StdinEnded() }
+
 // copyIntercepted is copy for a pump whose stream goes through an
 // Interceptor: read a chunk and hand it to dst (the Interceptor's writer),
 // which calls forward for what it sends. Observation happens in forward.

@@ -128,14 +128,19 @@ func (p *stdinPump) run() {
 	} else {
 		p.copy()
 	}
+	if p.intercepted {
+		if f, ok := p.dst.(flusher); ok {
+			f.Flush() // a last frame the parent did not finish
+		}
+		if e, ok := p.dst.(stdinEnder); ok && p.eof() {
+			e.StdinEnded()
+		}
+	}
 	if p.eof() {
 		// Record the EOF before passing it on: whatever the child does
 		// about it (a last line, its exit) is read after this event took
 		// its place in the read order, and reaches the observer after it.
 		p.s.event(Event{Conn: p.conn, Kind: "stdin-eof"})
-	}
-	if f, ok := p.dst.(flusher); ok {
-		f.Flush() // an Interceptor's held partial frame
 	}
 	p.inW.close()
 	p.parent.close()

@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 )
 
 // SocketName is the socket's file name inside its private directory.
@@ -55,6 +56,7 @@ func Listen(base string) (*Listener, error) {
 	if err := privateDir(base); err != nil {
 		return nil, err
 	}
+	sweep(base)
 	dir, err := os.MkdirTemp(base, "s-")
 	if err != nil {
 		return nil, fmt.Errorf("control socket: %w", err)
@@ -101,6 +103,33 @@ func privateDir(base string) error {
 		return fmt.Errorf("control socket: %s is mode %04o; others can enter it (want 0700)", base, fi.Mode().Perm())
 	}
 	return nil
+}
+
+// sweep removes the directories of sessions that died without closing
+// their socket (a SIGKILLed rpctap): a socket nobody listens on refuses
+// connections. Only s-* directories holding nothing but SocketName are
+// touched.
+func sweep(base string) {
+	dirs, _ := filepath.Glob(filepath.Join(base, "s-*"))
+	for _, d := range dirs {
+		entries, err := os.ReadDir(d)
+		if err != nil || len(entries) > 1 || len(entries) == 1 && entries[0].Name() != SocketName {
+			continue
+		}
+		if len(entries) == 1 {
+			p := filepath.Join(d, SocketName)
+			c, err := net.Dial("unix", p)
+			if err == nil {
+				c.Close()
+				continue // alive
+			}
+			if !errors.Is(err, syscall.ECONNREFUSED) {
+				continue
+			}
+			os.Remove(p)
+		}
+		os.Remove(d)
+	}
 }
 
 // Path is the socket's path.

@@ -199,3 +199,35 @@ func TestOtherUserRefused(t *testing.T) {
 		t.Errorf("our own uid: %q, want an answer", got)
 	}
 }
+
+// TestSweepStale: the directory of a session that died without closing its
+// socket is removed by the next Listen; a live one is left alone.
+func TestSweepStale(t *testing.T) {
+	base := filepath.Join(t.TempDir(), "b")
+	live, err := Listen(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	dead, err := Listen(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A killed process leaves its socket file: stop listening, keep it.
+	dead.ln.SetUnlinkOnClose(false)
+	dead.ln.Close()
+	if _, err := os.Stat(dead.Path()); err != nil {
+		t.Fatalf("the dead socket is gone already: %v", err)
+	}
+	third, err := Listen(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer third.Close()
+	if _, err := os.Stat(dead.Dir()); !os.IsNotExist(err) {
+		t.Errorf("the dead session's directory is still there: %v", err)
+	}
+	if _, err := os.Stat(live.Path()); err != nil {
+		t.Errorf("the live session's socket was removed: %v", err)
+	}
+}

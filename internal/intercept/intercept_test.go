@@ -316,3 +316,25 @@ func TestInjectTakesAnswer(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestStdinEndedReleases: when the parent closes stdin, the frames held
+// then (here the child's) are forwarded first; the breakpoint stays and
+// holds the next one.
+func TestStdinEndedReleases(t *testing.T) {
+	r := newRig(t, Options{})
+	r.s.Break("dir:out", 0)
+	done := make(chan struct{})
+	go func() { r.out.Write([]byte("{\"a\":1}\n")); close(done) }()
+	waitHeld(t, r.s, 1)
+	r.in.StdinEnded()
+	<-done
+	if got := r.kout.String(); got != "{\"a\":1}\n" {
+		t.Errorf("parent got %q", got)
+	}
+	if ev := r.evs(); len(ev) != 1 || ev[0].Action != "release" {
+		t.Errorf("events %+v", ev)
+	}
+	go r.out.Write([]byte("{\"a\":2}\n"))
+	waitHeld(t, r.s, 1)
+	r.s.Release()
+}

@@ -183,6 +183,14 @@ func (s *Session) Release() {
 	}
 }
 
+// ReleaseHeld forwards every frame held now, unchanged; breakpoints stay
+// and hold later frames.
+func (s *Session) ReleaseHeld() {
+	for _, h := range s.HeldFrames() {
+		s.resolve(h.N, verdict{act: ActRelease})
+	}
+}
+
 // notify wakes whoever watches held frames and breakpoints; call with mu.
 func (s *Session) notify() {
 	close(s.changed)

@@ -90,6 +90,11 @@ func (w *Writer) Flush() error {
 	return w.flushQueue()
 }
 
+// StdinEnded is told by the tap that the parent closed stdin (the Writer of
+// stdin only), before the EOF goes on to the child: the frames held now,
+// in either direction, are forwarded first.
+func (w *Writer) StdinEnded() { w.s.ReleaseHeld() }
+
 // send forwards b, remembering the first failure.
 func (w *Writer) send(b []byte) error {
 	if w.err != nil {
