@@ -23,6 +23,7 @@ type Control interface {
 	Unbreak(n int) error
 	Forward(n int) error
 	Drop(n int) error
+	Cancel(n int) error
 	Edit(n int, frame []byte) error
 	Inject(to cassette.Dir, frame []byte, wait time.Duration) (intercept.Injection, *intercept.Answer, error)
 }
@@ -172,7 +173,7 @@ func (a *App) renderHeld() {
 		fmt.Fprintf(&b, "[green]answer to inject %d: %s[-]\n", an.Inject, tview.Escape(an.Frame))
 	}
 	a.hs.pane.SetText(b.String())
-	a.hs.pane.SetTitle(" held frames: f forward  A all  x drop  e edit  b break  u unbreak  i inject  H close ")
+	a.hs.pane.SetTitle(" held frames: f forward  A all  x drop  c cancel  e edit  b break  u unbreak  i inject  H close ")
 }
 
 func arrowOf(d cassette.Dir) string {
@@ -222,6 +223,10 @@ func (a *App) heldKey(ev *tcell.EventKey) *tcell.EventKey {
 	case 'x':
 		if h, ok := cur(); ok {
 			a.control(fmt.Sprintf("frame %d dropped", h.N), func(c Control) error { return c.Drop(h.N) })
+		}
+	case 'c':
+		if h, ok := cur(); ok {
+			a.control(fmt.Sprintf("frame %d forwarded and cancelled", h.N), func(c Control) error { return c.Cancel(h.N) })
 		}
 	case 'e':
 		if h, ok := cur(); ok {

@@ -47,6 +47,9 @@ forward or --intercept-timeout.
                       without FILE, edit the pretty-printed frame in $VISUAL
                       or $EDITOR
   drop N              drop held frame N: the other side never gets it
+  cancel N            forward held request N and right behind it the
+                      protocol's cancel for it (ACP session/cancel, MCP
+                      notifications/cancelled, LSP $/cancelRequest)
   inject --to child|parent FILE
                       send FILE's JSON toward that side at the next frame
                       boundary; a request gets an id of rpctap's own and its
@@ -82,10 +85,10 @@ func runCtl(o *ctlOptions, args []string, stdio Stdio) error {
 		return err
 	}
 	want := map[string][2]int{"break": {1, 1}, "unbreak": {1, 1}, "breakpoints": {0, 0}, "list": {0, 0}, "wait": {0, 0},
-		"forward": {1, 1}, "edit": {1, 2}, "drop": {1, 1}, "inject": {1, 1}, "answers": {0, 0}}
+		"forward": {1, 1}, "edit": {1, 2}, "drop": {1, 1}, "cancel": {1, 1}, "inject": {1, 1}, "answers": {0, 0}}
 	n, ok := want[verb]
 	if !ok {
-		return Usagef("ctl: unknown verb %q (break, unbreak, breakpoints, list, wait, forward, edit, drop, inject, answers)", verb)
+		return Usagef("ctl: unknown verb %q (break, unbreak, breakpoints, list, wait, forward, edit, drop, cancel, inject, answers)", verb)
 	}
 	if len(rest) < n[0] || len(rest) > n[1] {
 		return Usagef("ctl %s: wrong number of arguments", verb)
@@ -95,7 +98,7 @@ func runCtl(o *ctlOptions, args []string, stdio Stdio) error {
 	}
 	num := 0
 	switch verb {
-	case "unbreak", "edit", "drop", "forward":
+	case "unbreak", "edit", "drop", "forward", "cancel":
 		if verb == "forward" && rest[0] == "all" {
 			break
 		}
@@ -153,6 +156,8 @@ func runCtl(o *ctlOptions, args []string, stdio Stdio) error {
 		return maybeRefused(c.Forward(num), refused)
 	case "drop":
 		return maybeRefused(c.Drop(num), refused)
+	case "cancel":
+		return maybeRefused(c.Cancel(num), refused)
 	case "breakpoints", "list", "answers", "wait":
 		st, err := c.List()
 		if err != nil {

@@ -307,6 +307,9 @@ func TestInterceptGoAPI(t *testing.T) {
 	if got := next(); got != `{"jsonrpc":"2.0","method":"injected"}` {
 		t.Errorf("first line through: %s (the injection goes while the other is held)", got)
 	}
+	if err := c.Cancel(st.Held[0].N); err == nil || !strings.Contains(err.Error(), "notification") && !strings.Contains(err.Error(), "not a request") && !strings.Contains(err.Error(), "no cancel message") {
+		t.Errorf("cancel of a notification: %v", err)
+	}
 	if err := c.Drop(st.Held[0].N); err != nil {
 		t.Fatal(err)
 	}

@@ -338,3 +338,38 @@ func TestStdinEndedReleases(t *testing.T) {
 	waitHeld(t, r.s, 1)
 	r.s.Release()
 }
+
+// TestCancel: the protocol's cancel message for a held request goes right
+// behind it; per protocol, and refused where rpctap has none.
+func TestCancel(t *testing.T) {
+	for proto, want := range map[string]string{
+		"mcp": `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"reason":"cancelled by rpctap","requestId":7}}`,
+		"lsp": `{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":7}}`,
+		"acp": `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}`,
+	} {
+		c, err := CancelFor(proto, []byte(`{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"sessionId":"s1"}}`))
+		if err != nil || string(c) != want {
+			t.Errorf("%s: %s %v, want %s", proto, c, err, want)
+		}
+	}
+	if _, err := CancelFor("dap", []byte(`{"seq":1,"type":"request","command":"x"}`)); err == nil {
+		t.Error("dap: no error")
+	}
+	r := newRig(t, Options{Protocol: "mcp"})
+	r.s.Break("m=tools/call", 0)
+	done := make(chan struct{})
+	go func() { r.in.Write([]byte(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow"}}` + "\n")); close(done) }()
+	h := waitHeld(t, r.s, 1)
+	if err := r.s.Cancel(h[0].N); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	want := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow"}}` + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"reason":"cancelled by rpctap","requestId":3}}` + "\n"
+	if got := r.kin.String(); got != want {
+		t.Errorf("child got %q", got)
+	}
+	if ev := r.evs(); len(ev) != 2 || ev[0].Action != "forward" || ev[1].Action != "inject" {
+		t.Errorf("events %+v", ev)
+	}
+}

@@ -22,6 +22,7 @@ import (
 //	{"op":"forward","n":3}  (n 0: all)      -> {"ok":true}
 //	{"op":"edit","n":3,"frame":{...}}       -> {"ok":true}
 //	{"op":"drop","n":3}                     -> {"ok":true}
+//	{"op":"cancel","n":3}                   -> {"ok":true}
 //	{"op":"inject","to":"in","frame":{...},"wait_ms":5000}
 //	                                        -> {"ok":true,"injection":{...},"answer":{...}}
 //	{"op":"attach"}                         -> {"ok":true}
@@ -162,6 +163,8 @@ func (sv *Server) do(req request, owner int) reply {
 		err = s.Forward(req.N)
 	case "drop":
 		err = s.Drop(req.N)
+	case "cancel":
+		err = s.Cancel(req.N)
 	case "edit":
 		err = s.Edit(req.N, req.Frame)
 	case "inject":
@@ -272,6 +275,10 @@ func (c *Client) Forward(n int) error { _, err := c.call(request{Op: "forward", 
 
 // Drop drops held frame n.
 func (c *Client) Drop(n int) error { _, err := c.call(request{Op: "drop", N: n}); return err }
+
+// Cancel forwards held request n followed by the protocol's cancel message
+// for it (Session.Cancel).
+func (c *Client) Cancel(n int) error { _, err := c.call(request{Op: "cancel", N: n}); return err }
 
 // Edit sends frame (valid JSON) instead of held frame n.
 func (c *Client) Edit(n int, frame []byte) error {

@@ -78,6 +78,7 @@ const (
 type verdict struct {
 	act     Action
 	payload []byte // ActEdit: the new payload
+	after   []byte // a frame rpctap sends right behind it (Cancel)
 }
 
 // Answer is the other side's answer to an injected request.

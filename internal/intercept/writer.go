@@ -256,6 +256,12 @@ func (w *Writer) frame(hdr, payload []byte, eol string, part bool) {
 		w.appendFrame(hdr, payload, eol)
 	}
 	w.flushRun()
+	if v.after != nil {
+		aev := tap.Event{Kind: cassette.EventIntercept, Stream: w.stream(), Action: string(ActInject),
+			Breakpoint: fmt.Sprintf("cancel of held frame %d", h.N)}
+		w.queue = append(w.queue, queued{w.framedLocked(v.after), &aev})
+		w.flushQueue()
+	}
 	w.s.tell(fmt.Sprintf("frame %d: %s after %s", h.N, v.act, held.Round(time.Millisecond)))
 }
 
@@ -276,9 +282,13 @@ func (w *Writer) stream() tap.Stream {
 // when the stream uses one, else a newline.
 func (w *Writer) framed(payload []byte) []byte {
 	w.mu.Lock()
-	mode := w.split.Mode()
-	w.mu.Unlock()
-	if mode == framing.ContentLength {
+	defer w.mu.Unlock()
+	return w.framedLocked(payload)
+}
+
+// framedLocked is framed with w.mu held.
+func (w *Writer) framedLocked(payload []byte) []byte {
+	if w.split.Mode() == framing.ContentLength {
 		return append(framing.WithLength(nil, len(payload)), payload...)
 	}
 	return append(append([]byte(nil), payload...), '\n')
