@@ -358,7 +358,10 @@ func TestCancel(t *testing.T) {
 	r := newRig(t, Options{Protocol: "mcp"})
 	r.s.Break("m=tools/call", 0)
 	done := make(chan struct{})
-	go func() { r.in.Write([]byte(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow"}}` + "\n")); close(done) }()
+	go func() {
+		r.in.Write([]byte(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow"}}` + "\n"))
+		close(done)
+	}()
 	h := waitHeld(t, r.s, 1)
 	if err := r.s.Cancel(h[0].N); err != nil {
 		t.Fatal(err)
