@@ -227,8 +227,8 @@ func HelpText() string {
   F                follow new records (like less +F)
   H                attached to a live session (record --intercept): the
                    held frames pane; in it ↑ ↓ pick, f forward, A forward
-                   all, x drop, c forward and cancel, e edit, b add a
-                   breakpoint, u remove one,
+                   all, x drop, c forward and cancel, e edit inline,
+                   E edit in $EDITOR, b add a breakpoint, u remove one,
                    i inject (child|parent JSON), H close
   ?                this help
   Q Ctrl-C         quit

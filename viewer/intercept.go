@@ -2,6 +2,7 @@ package viewer
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -173,7 +174,7 @@ func (a *App) renderHeld() {
 		fmt.Fprintf(&b, "[green]answer to inject %d: %s[-]\n", an.Inject, tview.Escape(an.Frame))
 	}
 	a.hs.pane.SetText(b.String())
-	a.hs.pane.SetTitle(" held frames: f forward  A all  x drop  c cancel  e edit  b break  u unbreak  i inject  H close ")
+	a.hs.pane.SetTitle(" held frames: f forward  A all  x drop  c cancel  e edit  E $EDITOR  b break  u unbreak  i inject  H close ")
 }
 
 func arrowOf(d cassette.Dir) string {
@@ -233,6 +234,10 @@ func (a *App) heldKey(ev *tcell.EventKey) *tcell.EventKey {
 			a.openInput("edit", fmt.Sprintf("edit frame %d (JSON): ", h.N), h.Frame)
 			a.hs.editing = h.N
 		}
+	case 'E':
+		if h, ok := cur(); ok {
+			a.editExternal(h)
+		}
 	case 'b':
 		a.openInput("break", "break on: ", "")
 	case 'u':
@@ -243,6 +248,24 @@ func (a *App) heldKey(ev *tcell.EventKey) *tcell.EventKey {
 		return ev
 	}
 	return nil
+}
+
+// editExternal edits held frame h in $VISUAL or $EDITOR (the terminal is
+// handed to the editor meanwhile) and sends what was saved instead.
+func (a *App) editExternal(h intercept.Held) {
+	var b []byte
+	var err error
+	run := func() { b, err = intercept.EditInEditor(h.Frame, os.Stdin, os.Stdout, os.Stderr) }
+	if a.running.Load() {
+		a.tv.Suspend(run)
+	} else {
+		run() // headless (tests): no terminal to hand over
+	}
+	if err != nil {
+		a.msg = "edit: " + err.Error()
+		return
+	}
+	a.control(fmt.Sprintf("frame %d edited and forwarded", h.N), func(c Control) error { return c.Edit(h.N, b) })
 }
 
 // control runs one operation on the session in the background, says how

@@ -121,6 +121,16 @@ func TestAttachedHeldPane(t *testing.T) {
 	if !strings.Contains(l.sent(), `"EDITED"`) {
 		t.Errorf("the edit did not reach the child: %q", l.sent())
 	}
+	// Edit in $EDITOR (a script that edits the file it is given).
+	t.Setenv("VISUAL", "")
+	t.Setenv("EDITOR", "sed -i s/beditor/EDITOR-EDITED/")
+	d2b := write(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"beditor"}}`)
+	waitHeldN(t, h, 1)
+	h.keys("E")
+	<-d2b
+	if !strings.Contains(l.sent(), `"name":"EDITOR-EDITED"`) {
+		t.Errorf("the $EDITOR edit did not reach the child: %q", l.sent())
+	}
 	// Drop.
 	d3 := write(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"c"}}`)
 	waitHeldN(t, h, 1)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"time"
@@ -322,47 +321,14 @@ func readFileArg(name string, stdio Stdio) ([]byte, error) {
 	return b, nil
 }
 
-// editInEditor opens the frame, pretty-printed, in $VISUAL or $EDITOR and
-// returns what was saved, which must be valid JSON.
+// editInEditor is intercept.EditInEditor with ctl's exit statuses.
 func editInEditor(frame string, stdio Stdio) ([]byte, error) {
-	editor := os.Getenv("VISUAL")
-	if editor == "" {
-		editor = os.Getenv("EDITOR")
-	}
-	if editor == "" {
+	b, err := intercept.EditInEditor(frame, os.Stdin, stdio.Err, stdio.Err)
+	switch {
+	case errors.Is(err, intercept.ErrNoEditor):
 		return nil, Usagef("ctl edit: give a FILE, or set $VISUAL or $EDITOR")
-	}
-	var pretty bytes.Buffer
-	if err := json.Indent(&pretty, []byte(frame), "", "  "); err != nil {
-		return nil, Findingsf("ctl edit: the held frame is not JSON; give a FILE")
-	}
-	pretty.WriteByte('\n')
-	f, err := os.CreateTemp("", "rpctap-edit-*.json")
-	if err != nil {
-		return nil, err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(pretty.Bytes()); err != nil {
-		f.Close()
-		return nil, err
-	}
-	f.Close()
-	fields := strings.Fields(editor)
-	cmd := exec.Command(fields[0], append(fields[1:], f.Name())...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdio.Err, stdio.Err
-	if tty, err := os.Open("/dev/tty"); err == nil {
-		defer tty.Close()
-		cmd.Stdin, cmd.Stdout = tty, tty
-	}
-	if err := cmd.Run(); err != nil {
-		return nil, Findingsf("ctl edit: %s: %v (the frame stays held)", fields[0], err)
-	}
-	b, err := os.ReadFile(f.Name())
-	if err != nil {
-		return nil, err
-	}
-	if !json.Valid(b) {
-		return nil, Findingsf("ctl edit: what was saved is not valid JSON (the frame stays held)")
+	case err != nil:
+		return nil, Findingsf("ctl edit: %v", err)
 	}
 	return b, nil
 }
