@@ -429,6 +429,7 @@ func (c *Cmd) Start() (err error) {
 		in.dst = c.Intercept.Wrap(Stdin, in.forwarder(c.inW))
 		out.dst = c.Intercept.Wrap(Stdout, out.forwarder(stdoutDst))
 		in.intercepted, out.intercepted = true, true
+		watchHangup(c.in.fd, c.pumpsIn, c.Intercept.Release)
 	}
 	go in.run()
 	go out.run()

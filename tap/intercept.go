@@ -1,6 +1,10 @@
 package tap
 
-import "io"
+import (
+	"io"
+
+	"golang.org/x/sys/unix"
+)
 
 // Interceptor, set as Cmd.Intercept, stands in the forwarding path of the
 // parent's stdin and the child's stdout (`rpctap record --intercept`): it
@@ -94,3 +98,44 @@ func (p *pump) forwarder(out io.Writer) func([]byte) error {
 
 // flusher is what a StdoutFilter or an Interceptor's writer may also be.
 type flusher interface{ Flush() error }
+
+// watchHangup calls release once every writer of the parent's end of
+// stdin is gone (a FIFO or socket reports POLLHUP), and stops when done is
+// closed. An intercepting stdin pump may sit in its writer holding a
+// frame, so it would not read the end of file behind it: without this
+// watch a parent that dies while a frame of its is held would leave rpctap
+// and the child waiting for a user forever. It polls a duplicate of the
+// descriptor, taken here before the pump can close its own, and wakes
+// every 250 ms to see done.
+func watchHangup(fd int, done <-chan struct{}, release func()) {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO && st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		return
+	}
+	dup, err := unix.Dup(fd)
+	if err != nil {
+		return
+	}
+	go func() {
+		defer unix.Close(dup)
+		pfd := []unix.PollFd{{Fd: int32(dup)}} // no events: only POLLHUP and POLLERR are reported
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			n, err := unix.Poll(pfd, 250)
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil {
+				return
+			}
+			if n > 0 && pfd[0].Revents&(unix.POLLHUP|unix.POLLERR) != 0 {
+				release()
+				return
+			}
+		}
+	}()
+}

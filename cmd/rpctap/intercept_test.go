@@ -624,3 +624,38 @@ func TestRewriteMCPError(t *testing.T) {
 	}
 	checkClean(t, cas, "mcp")
 }
+
+// TestInterceptParentDiesWhileHeld: a parent that goes away while one of
+// its frames is held (no one ever forwards it) does not leave rpctap and
+// the child waiting: the hangup of its stdin releases what is held, the
+// child gets the frame and the end of its input, and rpctap exits with it.
+func TestInterceptParentDiesWhileHeld(t *testing.T) {
+	t.Parallel()
+	rp := rpctapPath(t)
+	cas := filepath.Join(t.TempDir(), "dies.cassette")
+	cmd := exec.Command(rp, "record", "-q", "--intercept", "--break", "m:hold", "-o", cas, "--", "cat")
+	cmd.Env = rpctapEnv()
+	stdin, _ := cmd.StdinPipe()
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(stdin, `{"jsonrpc":"2.0","method":"hold/me"}`+"\n")
+	time.Sleep(300 * time.Millisecond)
+	stdin.Close() // the parent is gone
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("rpctap: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("rpctap still waits for a user after its parent went away")
+	}
+	if got := out.String(); got != `{"jsonrpc":"2.0","method":"hold/me"}`+"\n" {
+		t.Errorf("the child echoed %q", got)
+	}
+}
