@@ -177,8 +177,7 @@ func (s *Session) takeAnswer(d cassette.Dir, info protocol.Info, payload []byte)
 	a := Answer{Inject: n, ID: info.ID, Dir: d, Frame: string(payload)}
 	s.answers = append(s.answers, a)
 	if c := s.answerc[n]; c != nil {
-		c <- a
-		delete(s.answerc, n)
+		c <- a // buffered: kept until the waiter takes it (AnswerTo), however early the answer came
 	}
 	s.mu.Lock()
 	s.notify()
@@ -193,8 +192,10 @@ func (s *Session) Answers() []Answer {
 	return append([]Answer(nil), s.answers...)
 }
 
-// AnswerTo returns a channel that gets the answer to injection n (nil if n
-// awaits none, or it came already: see Answers).
+// AnswerTo returns a channel that gets (or already holds) the answer to
+// injection n, nil if n is not a request. The answer is in the channel
+// once: read it from one place. (One small channel is kept per injected
+// request for the session's life; injections are made by hand.)
 func (s *Session) AnswerTo(n int) <-chan Answer {
 	s.injMu.Lock()
 	defer s.injMu.Unlock()
