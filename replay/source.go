@@ -358,6 +358,10 @@ type stepper struct {
 	src     recordSource
 	conn    int
 	role    role // which side the replay plays: frames only the other side saw (an intercept) are left out
+	// peeked is a record (or the error) read ahead by add, given by read
+	// before the source's next.
+	peeked    *cassette.Record
+	peekedErr error
 	d       dialect
 	queue   []*estep // built steps, in order; the head may wait for its parts
 	partial map[cassette.Dir]*estep
@@ -403,7 +407,7 @@ func (sp *stepper) next() *estep {
 			}
 			return nil
 		}
-		x, err := sp.src.next()
+		x, err := sp.read()
 		if err != nil {
 			sp.ended = true
 			var te *cassette.TruncatedError
@@ -440,6 +444,35 @@ func (sp *stepper) push(st step) {
 	}
 }
 
+// read returns the next record: one add read ahead, else the source's.
+func (sp *stepper) read() (*cassette.Record, error) {
+	if sp.peeked != nil || sp.peekedErr != nil {
+		r, err := sp.peeked, sp.peekedErr
+		sp.peeked, sp.peekedErr = nil, nil
+		return r, err
+	}
+	return sp.src.next()
+}
+
+// original returns the payload the sender wrote of frame rec, which an
+// intercepting tap changed (icpt edit or rewrite) on its way: the
+// intercept event the recorder writes right after the frame keeps it. It
+// reads that record ahead (given again by read); nil when there is none.
+func (sp *stepper) original(rec *cassette.Record) []byte {
+	x, err := sp.src.next()
+	sp.peeked, sp.peekedErr = x, err
+	if err != nil || x == nil || x.K != cassette.KindEvent || x.Ev != cassette.EventIntercept || x.Ref != rec.N {
+		return nil
+	}
+	if x.Orig != nil {
+		return append([]byte(nil), x.Orig...)
+	}
+	if x.OrigText != "" {
+		return []byte(x.OrigText)
+	}
+	return nil
+}
+
 // sees reports whether a frame of direction d that only one side had to
 // do with (childOnly: the child got it or sent it; else the parent) is a
 // step of this replay: the fake child (roleChild) plays against a live
@@ -464,6 +497,17 @@ func (sp *stepper) add(rec *cassette.Record) {
 			// A frame the user injected: the side it was sent to saw it,
 			// the side it seems to come from never sent it.
 			return
+		}
+		if (rec.Icpt == "edit" || rec.Icpt == "rewrite") && !rec.Part && sp.sees(rec.D, rec.D == dirOut) {
+			// The live side facing this replay is the frame's sender: it
+			// sends what it sent then, the original, not what the
+			// receiver got.
+			if orig := sp.original(rec); orig != nil {
+				c := *rec
+				c.SetPayload(orig)
+				c.Kind, c.Icpt = "", ""
+				rec = &c
+			}
 		}
 		if p := sp.partial[rec.D]; p != nil {
 			p.frame.Raw = append(p.frame.Raw, rec.Payload()...)

@@ -212,9 +212,11 @@ func TestInterceptACPPermissionRejected(t *testing.T) {
 		t.Errorf("export har: exit %d, no X-Rpctap-Intercept header: %s", code, errs)
 	}
 
-	// Each side gets what it saw: the client (answering reject this time)
-	// the refusal from replay; the agent, driven by verify, the rejection.
-	rep := run(t, dir, "2\n", client, rp, "replay", "--speed", "0", cas)
+	// Each side gets what it saw: the client, answering allow as it did,
+	// matches the recording (its own answer is kept as the original) and
+	// gets the refusal from replay --strict; the agent, driven by verify,
+	// gets the rejection.
+	rep := run(t, dir, "1\n", client, rp, "replay", "--speed", "0", "--strict", cas)
 	if !strings.Contains(rep.stdout, "I'll skip the configuration update") {
 		t.Errorf("replay to the client: exit %d\n%s%s", rep.code, rep.stdout, rep.stderr)
 	}
@@ -551,6 +553,11 @@ func TestInterceptGoplsHoverEdit(t *testing.T) {
 	rep := run(t, ws, "", peer, "lsp-parent", rp, "replay", "--speed", "0", cas)
 	if !strings.Contains(rep.stdout, `hover: "edited by rpctap`) {
 		t.Errorf("replay to the driver: exit %d\n%s%s", rep.code, rep.stdout, rep.stderr)
+	}
+	// gopls, driven by verify, is held to what it sent (the original
+	// hover), not to what the driver got.
+	if v := run(t, ws, "", rp, "verify", cas, "--", gopls); v.code != 0 {
+		t.Errorf("verify against gopls: exit %d\n%s%s", v.code, v.stdout, v.stderr)
 	}
 }
 
