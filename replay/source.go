@@ -355,24 +355,24 @@ func (f *feed) read(conn int) (string, recordSource, error) {
 // dialect, links responses to their requests, and holds the exit event
 // back until everything else was given (see exitLast in docs).
 type stepper struct {
-	src     recordSource
-	conn    int
-	role    role // which side the replay plays: frames only the other side saw (an intercept) are left out
+	src  recordSource
+	conn int
+	role role // which side the replay plays: frames only the other side saw (an intercept) are left out
 	// peeked is a record (or the error) read ahead by add, given by read
 	// before the source's next.
 	peeked    *cassette.Record
 	peekedErr error
-	d       dialect
-	queue   []*estep // built steps, in order; the head may wait for its parts
-	partial map[cassette.Dir]*estep
-	exit    *estep // the first exit event, given last
-	lastT   int64  // t of the latest step other than the held exit
-	prevT   int64  // t of the step given last
-	given   bool   // a step was given
-	open    map[pairKey][]*estep
-	ended   bool
-	err     error                    // damage: the replay stops
-	cut     *cassette.TruncatedError // the cassette ends in a cut
+	d         dialect
+	queue     []*estep // built steps, in order; the head may wait for its parts
+	partial   map[cassette.Dir]*estep
+	exit      *estep // the first exit event, given last
+	lastT     int64  // t of the latest step other than the held exit
+	prevT     int64  // t of the step given last
+	given     bool   // a step was given
+	open      map[pairKey][]*estep
+	ended     bool
+	err       error                    // damage: the replay stops
+	cut       *cassette.TruncatedError // the cassette ends in a cut
 }
 
 type pairKey struct {
