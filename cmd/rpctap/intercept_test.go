@@ -467,6 +467,11 @@ func TestInterceptMCPInject(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `injected 1 id "rpctap-1"`) || !strings.Contains(out, "Hi injected") {
 		t.Fatalf("ctl inject: exit %d: %s", code, out)
 	}
+	// The answer appears in the viewer attached to the session.
+	if code, screen, errs := viewMain("view", "--dump", "200x40", "--attach", sock); code != 0 ||
+		!strings.Contains(screen, "answer to inject 1:") || !strings.Contains(screen, "Hi injected") {
+		t.Errorf("view --attach: exit %d %s\n%s", code, errs, screen)
+	}
 	if out, code := ctl(t, rp, sock, "forward", n); code != 0 {
 		t.Fatalf("ctl forward: %s", out)
 	}
