@@ -146,7 +146,7 @@ func (opiProto) MaxFrame() int { return 0 }
 func (opiProto) Wire() Wire { return opiWire }
 
 // opiWire is shared by opi and pi (pi's RPC mode is opi's ancestor).
-var opiWire = Wire{Style: StyleOPI, RequestID: "id", ResponseID: "id", Volatile: []string{
+var opiWire = Wire{Style: StyleOPI, RequestID: "id", ResponseID: "id", Opening: "rpc_ready", Volatile: []string{
 	"/**/sessionId", "/**/session_id", "/**/timestamp", "/**/timestamp_ms", "/data/sessionFile"}}
 
 func (opiProto) Classify(dir Dir, frame []byte) Info {

@@ -18,6 +18,15 @@
 // fit; by id, or queued first in, first out by name for requests without an
 // id) and NonJSONAccepter (raw). NewDetector picks a protocol from a
 // session's first frames. Codes and severities: docs/protocols.md.
+//
+// What rpctap says about a protocol's frames (a summary, streamed chunks,
+// failures, prompt turns, the child's surface, telemetry facts) is also the
+// protocol's own, behind small optional interfaces (summary.go,
+// transcript.go, surface.go) that each protocol implements in its own files
+// (acp_summary.go, ...); Summarize, IsChunk, StreamsInto, Failed,
+// Transcript, SurfaceOf and CallFactsOf take the session's protocol and ask
+// it. A session of a protocol without them gets the generic JSON-RPC
+// behaviour only.
 package protocol
 
 // Dir is the direction a frame travelled.

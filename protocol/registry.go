@@ -27,6 +27,14 @@ func register(p Protocol, priority int, sniff func(dir Dir, frame []byte) int) {
 	registry[p.Name()] = entry{p: p, sniff: sniff, priority: priority}
 }
 
+// Register adds a protocol defined outside this package (a test's toy
+// protocol, a program that embeds rpctap with a protocol of its own), with
+// a sniff and priority as the protocols here register theirs. Call it from
+// init: the registry is not locked. It panics on a name registered twice.
+func Register(p Protocol, priority int, sniff func(dir Dir, frame []byte) int) {
+	register(p, priority, sniff)
+}
+
 // Lookup returns the protocol with the given name.
 func Lookup(name string) (Protocol, error) {
 	if e, ok := registry[name]; ok {

@@ -56,7 +56,24 @@ func (s *Session) FrameClassifiedIndexed(rec uint64, dir Dir, frame []byte, info
 
 // End reports what is still wrong when the session ends: requests never
 // answered, a handshake never sent.
-func (s *Session) End() []Violation { return s.state.end() }
+// After Stopped it reports nothing.
+func (s *Session) End() []Violation {
+	if s.state.stoppedAt != 0 {
+		return nil
+	}
+	return s.state.end()
+}
+
+// Stopped tells the Session that frames from record rec on are not judged
+// (the recorder stopped validating: it fell behind the traffic). End then
+// reports nothing: every end-of-session finding (a request never answered,
+// a handshake never sent, a body cut short by the end) needs the whole
+// session, and the answer may be among the frames not judged.
+func (s *Session) Stopped(rec uint64) {
+	if s.state.stoppedAt == 0 || rec < s.state.stoppedAt {
+		s.state.stoppedAt = max(rec, 1)
+	}
+}
 
 // ParentClosed tells the Session that the parent closed the child's stdin
 // at record rec (the cassette's stdin-eof event). Requests the child sends

@@ -173,6 +173,7 @@ type sessionState struct {
 	// closedAt is the record at which the parent closed the child's stdin
 	// (0: it did not); see ParentClosed.
 	closedAt   uint64
+	stoppedAt  uint64  // frames from this record on are not judged (Session.Stopped); 0: all are
 	hsMissing  [2]bool // handshake-missing already reported for that side
 	frames     [2]uint64
 	open       map[pairKey]pending

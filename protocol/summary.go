@@ -1,153 +1,131 @@
 package protocol
 
 import (
-	"fmt"
 	"path"
 	"strconv"
 	"strings"
 )
 
-// Summarize says in a few words what a frame carries beyond its method, for
-// lists (the viewer's SUMMARY column): the ACP sessionUpdate kind and the
-// first words of its text, an MCP tool's name and isError, an LSP
-// document and position, a DAP event's reason, a pi/opi/synaps event's
-// type, an error response's code and message. info is the frame's
-// classification (a response's Method names its request when known). It
-// reads only the members it shows (no full decode), so a 1 MiB frame costs
-// one scan; "" when there is nothing to add.
-func Summarize(dir Dir, info Info, frame []byte) string {
+// This file holds the shared half of what rpctap says about single frames
+// (their summary, whether they are a streamed chunk, whether they stream
+// into an open request, whether they report a failure): the functions the
+// viewer and export call, which ask the session's protocol through the
+// optional interfaces below, and the generic JSON-RPC behaviour a protocol
+// without them gets. Everything one protocol knows about its own methods and
+// events lives in its own files (acp_summary.go, mcp_summary.go, ...); this
+// file names no protocol's method or event.
+
+// Summarizer is implemented by protocols that can say in a few words what
+// one of their frames carries beyond its method (Summarize).
+type Summarizer interface {
+	Summarize(dir Dir, info Info, frame []byte) string
+}
+
+// Chunker is implemented by protocols that stream answers in pieces
+// (IsChunk). method is the frame's classified method or type, "" when the
+// caller does not know it.
+type Chunker interface {
+	IsChunk(method string, frame []byte) bool
+}
+
+// Streamer is implemented by protocols whose notifications stream part of
+// the answer to an open request (StreamsInto).
+type Streamer interface {
+	StreamsInto(req string, reqFrame []byte, notif string, frame []byte) bool
+}
+
+// Failer is implemented by protocols that report failures in ways of their
+// own besides a JSON-RPC error response (Failed). Its answer replaces the
+// generic one, so a JSON-RPC protocol checks rpcFailed itself.
+type Failer interface {
+	Failed(dir Dir, info Info, frame []byte) bool
+}
+
+// Cataloguer is implemented by protocols with a catalogue of message names
+// (methods, commands, event and message types, as their frames name them).
+// The tests use it to hold each protocol's files to its own names.
+type Cataloguer interface {
+	Catalogue() []string
+}
+
+// lookupKnown returns the protocol named proto, nil when none is registered
+// by that name ("" for a session whose protocol is unknown).
+func lookupKnown(proto string) Protocol {
+	if e, ok := registry[proto]; ok {
+		return e.p
+	}
+	return nil
+}
+
+// Summarize says in a few words what a frame of a session in protocol proto
+// carries beyond its method, for lists (the viewer's SUMMARY column, the
+// HTML report): an error response's code and message (JSON-RPC 2.0's error
+// object, in any session), and what the protocol's Summarizer adds (an ACP update's kind
+// and first words, an MCP tool's name, an LSP document and position, a DAP
+// event's reason, a pi/opi/synaps event's type). info is the frame's
+// classification (a response's Method names its request when known). The
+// protocols read only the members they show (no full decode), so a 1 MiB
+// frame costs one scan; "" when there is nothing to add.
+func Summarize(proto string, dir Dir, info Info, frame []byte) string {
 	if len(frame) == 0 || frame[0] != '{' {
 		return ""
 	}
+	// JSON-RPC 2.0 section 5: a response with an "error" object.
 	if e := memberOf(frame, "error"); len(e) > 0 && e[0] == '{' && info.Kind == Response {
 		return errorSummary(e)
 	}
-	params, result := memberOf(frame, "params"), memberOf(frame, "result")
-	switch info.Method {
-	// ACP
-	case "session/update":
-		return acpUpdateSummary(memberOf(params, "update"))
-	case "session/prompt":
-		if info.Kind == Request {
-			return quoteWords(blocksText(memberOf(params, "prompt")))
-		}
-		return "stop " + str(memberOf(result, "stopReason"))
-	case "session/request_permission":
-		if info.Kind == Request {
-			return "permission? " + str(memberOf(memberOf(params, "toolCall"), "title"))
-		}
-		o := memberOf(result, "outcome")
-		return strings.TrimSpace("→ " + str(memberOf(o, "outcome")) + " " + str(memberOf(o, "optionId")))
-	case "session/new":
-		if info.Kind == Response {
-			return "session " + str(memberOf(result, "sessionId"))
-		}
-		return str(memberOf(params, "cwd"))
-	// MCP
-	case "tools/call":
-		if info.Kind == Request {
-			return "tool " + str(memberOf(params, "name"))
-		}
-		if string(memberOf(result, "isError")) == "true" {
-			return "isError " + quoteWords(blocksText(memberOf(result, "content")))
-		}
-		return quoteWords(blocksText(memberOf(result, "content")))
-	case "tools/list":
-		if info.Kind == Response {
-			return count(memberOf(result, "tools"), "tool")
-		}
-	case "notifications/progress":
-		s := "progress " + string(memberOf(params, "progress"))
-		if t := memberOf(params, "total"); t != nil {
-			s += "/" + string(t)
-		}
-		return strings.TrimSpace(s + " " + str(memberOf(params, "message")))
-	case "notifications/message":
-		return str(memberOf(params, "level")) + " " + quoteWords(jsonText(memberOf(params, "data")))
-	// LSP
-	case "textDocument/publishDiagnostics":
-		return count(memberOf(params, "diagnostics"), "diagnostic") + " " + base(str(memberOf(params, "uri")))
-	case "window/logMessage", "window/showMessage":
-		return quoteWords(str(memberOf(params, "message")))
-	case "$/progress":
-		v := memberOf(params, "value")
-		return strings.TrimSpace(str(memberOf(v, "kind")) + " " + quoteWords(str(memberOf(v, "title"))+" "+str(memberOf(v, "message"))))
-	case "initialize":
-		if info.Kind == Response {
-			if si := memberOf(result, "serverInfo"); si != nil {
-				return str(memberOf(si, "name"))
-			}
-			if ai := memberOf(result, "agentInfo"); ai != nil {
-				return str(memberOf(ai, "name"))
-			}
-		}
-	}
-	if td := memberOf(params, "textDocument"); td != nil {
-		s := base(str(memberOf(td, "uri")))
-		if pos := memberOf(params, "position"); pos != nil {
-			s += fmt.Sprintf(":%s:%s", memberOf(pos, "line"), memberOf(pos, "character"))
-		}
-		return s
-	}
-	// DAP
-	if typ, _ := rawString(memberOf(frame, "type")); typ != "" {
-		switch typ {
-		case "event":
-			body := memberOf(frame, "body")
-			if r := str(memberOf(body, "reason")); r != "" {
-				return r
-			}
-			return quoteWords(str(memberOf(body, "output")))
-		case "response":
-			if memberOf(frame, "request_seq") == nil {
-				break // not DAP
-			}
-			if string(memberOf(frame, "success")) == "false" {
-				return "failed " + quoteWords(str(memberOf(frame, "message")))
-			}
-			return "ok"
-		}
-		// synaps, opi, pi: the event inside a message update, a
-		// response's outcome.
-		if ev := firstMember(frame, "event", "assistant_event", "assistantMessageEvent"); ev != nil {
-			t := str(memberOf(ev, "type"))
-			if d := str(memberOf(ev, "delta")); d != "" {
-				return t + " " + quoteWords(d)
-			}
-			return t
-		}
-		if typ == "response" {
-			if string(firstMember(frame, "success", "ok")) == "false" {
-				return str(memberOf(frame, "command")) + " failed " + quoteWords(jsonText(memberOf(frame, "error")))
-			}
-			return str(memberOf(frame, "command"))
-		}
-		if typ == "error" {
-			return quoteWords(jsonText(memberOf(frame, "message")))
-		}
+	if s, ok := lookupKnown(proto).(Summarizer); ok {
+		return s.Summarize(dir, info, frame)
 	}
 	return ""
 }
 
-// acpUpdateSummary: the sessionUpdate kind, then the first words of its
-// text, a tool call's title and status, a plan's size.
-func acpUpdateSummary(u []byte) string {
-	kind := str(memberOf(u, "sessionUpdate"))
-	switch kind {
-	case "agent_message_chunk", "agent_thought_chunk", "user_message_chunk":
-		return kind + " " + quoteWords(str(memberOf(memberOf(u, "content"), "text")))
-	case "tool_call", "tool_call_update":
-		s := kind
-		for _, k := range []string{"title", "kind", "status"} {
-			if v := str(memberOf(u, k)); v != "" {
-				s += " " + v
-			}
-		}
-		return s
-	case "plan":
-		return kind + " " + count(memberOf(u, "entries"), "entry")
+// IsChunk reports whether a frame of a session in protocol proto is one
+// piece of a streamed answer (the protocol's Chunker: ACP message, thought
+// and user chunks, synaps and pi message_update, opi MessageUpdate, MCP
+// progress). method is the frame's classified method or type ("" when
+// unknown). Generic JSON-RPC has no chunks.
+func IsChunk(proto, method string, frame []byte) bool {
+	if c, ok := lookupKnown(proto).(Chunker); ok {
+		return c.IsChunk(method, frame)
 	}
-	return kind
+	return false
+}
+
+// StreamsInto reports whether a notification (method notif, bytes frame)
+// streams part of the answer to an open request (method req, bytes
+// reqFrame) in protocol proto (its Streamer: ACP session/update
+// notifications of the prompt's session while a session/prompt is open, MCP
+// progress carrying the request's progressToken). A flow view folds such
+// notifications into the request's row. Generic JSON-RPC streams nothing.
+func StreamsInto(proto, req string, reqFrame []byte, notif string, frame []byte) bool {
+	if s, ok := lookupKnown(proto).(Streamer); ok {
+		return s.StreamsInto(req, reqFrame, notif, frame)
+	}
+	return false
+}
+
+// Failed reports whether a frame of a session in protocol proto reports a
+// failure, whichever way its protocol says it (its Failer: an MCP tool
+// result with "isError": true, a DAP or pi response with "success": false, a
+// synaps "error" event, ...); without one, a JSON-RPC error response
+// (rpcFailed). Like Summarize it reads only the members it needs. Invalid
+// frames are the caller's business (info.Kind == Invalid).
+func Failed(proto string, dir Dir, info Info, frame []byte) bool {
+	if len(frame) == 0 || frame[0] != '{' {
+		return false
+	}
+	if f, ok := lookupKnown(proto).(Failer); ok {
+		return f.Failed(dir, info, frame)
+	}
+	return rpcFailed(frame)
+}
+
+// rpcFailed: a JSON-RPC error response (JSON-RPC 2.0 section 5: an "error"
+// object instead of "result").
+func rpcFailed(frame []byte) bool {
+	e := memberOf(frame, "error")
+	return len(e) > 0 && e[0] == '{' && memberOf(frame, "result") == nil
 }
 
 func errorSummary(e []byte) string {
@@ -157,6 +135,8 @@ func errorSummary(e []byte) string {
 	}
 	return s
 }
+
+// ---- helpers the protocols' summaries share
 
 // blocksText is the text of a content block list (or one block).
 func blocksText(raw []byte) string {
@@ -216,6 +196,10 @@ func base(uri string) string {
 	return path.Base(uri)
 }
 
+// QuoteWords quotes the first 40 bytes of s on one line, as summaries show
+// text (a protocol outside this package uses it for the same look).
+func QuoteWords(s string) string { return quoteWords(s) }
+
 // quoteWords quotes the first 40 bytes of s on one line.
 func quoteWords(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
@@ -234,73 +218,27 @@ func quoteWords(s string) string {
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
-// IsChunk reports whether a frame is one piece of a streamed answer: ACP
-// message, thought and user chunks, synaps and pi message_update, opi
-// MessageUpdate, MCP progress notifications. method is the frame's
-// classified method or type ("" when unknown).
-func IsChunk(method string, frame []byte) bool {
-	switch method {
-	case "message_update", "MessageUpdate", "notifications/progress":
-		return true
-	case "session/update":
-		switch str(memberOf(memberOf(memberOf(frame, "params"), "update"), "sessionUpdate")) {
-		case "agent_message_chunk", "agent_thought_chunk", "user_message_chunk":
-			return true
-		}
-		return false
-	case "":
-		if m, ok := rawString(memberOf(frame, "method")); ok && m != "" {
-			return IsChunk(m, frame)
-		}
-		if t, ok := rawString(memberOf(frame, "type")); ok && t != "" {
-			return IsChunk(t, frame)
-		}
+// streamEventSummary is how the "type"-tagged agent protocols (synaps,
+// opi, pi) summarise the stream event a message update carries in its member
+// key: the event's type and the first words of its delta. ok is false when
+// the frame has no such member.
+func streamEventSummary(frame []byte, key string) (string, bool) {
+	e := memberOf(frame, key)
+	if e == nil {
+		return "", false
 	}
-	return false
+	t := str(memberOf(e, "type"))
+	if d := str(memberOf(e, "delta")); d != "" {
+		return t + " " + quoteWords(d), true
+	}
+	return t, true
 }
 
-// StreamsInto reports whether a notification (method notif, bytes frame)
-// streams part of the answer to an open request (method req, bytes
-// reqFrame): ACP session/update notifications of the prompt's session
-// while a session/prompt is open, MCP notifications/progress carrying the
-// request's progressToken. A flow view folds such notifications into the
-// request's row.
-func StreamsInto(req string, reqFrame []byte, notif string, frame []byte) bool {
-	switch {
-	case req == "session/prompt" && notif == "session/update":
-		want := nestedMember(reqFrame, "params", "sessionId")
-		return want != nil && string(nestedMember(frame, "params", "sessionId")) == string(want)
-	case notif == "notifications/progress":
-		tok := memberOf(memberOf(memberOf(reqFrame, "params"), "_meta"), "progressToken")
-		return tok != nil && string(nestedMember(frame, "params", "progressToken")) == string(tok)
+// commandOutcome is a command response's summary in those protocols: the
+// command, and "failed" with the error when the member ok is false.
+func commandOutcome(frame []byte, ok string) string {
+	if string(memberOf(frame, ok)) == "false" {
+		return str(memberOf(frame, "command")) + " failed " + quoteWords(jsonText(memberOf(frame, "error")))
 	}
-	return false
-}
-
-// Failed reports whether a frame reports a failure, whichever way its
-// protocol says it: a JSON-RPC error response (JSON-RPC 2.0 section 5: an
-// "error" object instead of "result"); an MCP tool result with "isError":
-// true (the tool ran and failed: MCP spec, Tools, "Error Handling"); a
-// response with "success": false (DAP Response; pi and opi RPC responses);
-// a synaps "error" event; a tool-execution event that says it failed (pi
-// tool_execution_end "isError", opi ToolExecutionEnd "is_error"). Like
-// Summarize it reads only the members it needs. Invalid frames are the
-// caller's business (info.Kind == Invalid).
-func Failed(dir Dir, info Info, frame []byte) bool {
-	if len(frame) == 0 || frame[0] != '{' {
-		return false
-	}
-	if e := memberOf(frame, "error"); len(e) > 0 && e[0] == '{' && memberOf(frame, "result") == nil {
-		return true
-	}
-	if string(memberOf(memberOf(frame, "result"), "isError")) == "true" {
-		return true
-	}
-	if string(memberOf(frame, "success")) == "false" {
-		return true
-	}
-	if dir == FromChild && str(memberOf(frame, "type")) == "error" {
-		return true
-	}
-	return string(firstMember(frame, "isError", "is_error")) == "true"
+	return str(memberOf(frame, "command"))
 }

@@ -12,69 +12,31 @@ import (
 // "agentCapabilities" -> that object.
 type Surface map[string]json.RawMessage
 
-// SurfaceOf returns what the response frame (a result, as recorded, to a
-// request of method) says about the child's surface in protocol proto, or
-// nil when it says nothing:
-//
-//   - mcp tools/list: each tool (its description, inputSchema and
-//     outputSchema) as "tool:NAME"; MCP 2025-11-25, Tools: "To discover
-//     available tools, clients send a tools/list request";
-//   - mcp initialize (and server/discover): the server's "capabilities";
-//   - acp initialize: "agentCapabilities" and the ids of "authMethods"
-//     (ACP InitializeResponse).
+// Surfacer is implemented by protocols whose responses describe what the
+// child offers (SurfaceOf).
+type Surfacer interface {
+	// SurfaceOf reads result, the "result" member of a response to a
+	// request of method; nil or empty when it says nothing.
+	SurfaceOf(method string, result []byte) Surface
+}
+
+// SurfaceOf returns what the response frame (as recorded, to a request of
+// method) says about the child's surface in protocol proto (its Surfacer:
+// MCP's tools and capabilities, ACP's agentCapabilities and authMethods), or
+// nil when it says nothing or the protocol has no Surfacer.
 func SurfaceOf(proto, method string, response []byte) Surface {
+	sf, ok := lookupKnown(proto).(Surfacer)
+	if !ok {
+		return nil
+	}
 	result := nestedTop(response, "result")
 	if result == nil {
 		return nil
 	}
-	s := Surface{}
-	switch {
-	case proto == "mcp" && method == "tools/list":
-		var r struct {
-			Tools []map[string]json.RawMessage `json:"tools"`
-		}
-		if json.Unmarshal(result, &r) != nil {
-			return nil
-		}
-		for _, t := range r.Tools {
-			var name string
-			if json.Unmarshal(t["name"], &name) != nil || name == "" {
-				continue
-			}
-			keep := map[string]json.RawMessage{}
-			for _, k := range []string{"description", "inputSchema", "outputSchema"} {
-				if v, ok := t[k]; ok {
-					keep[k] = v
-				}
-			}
-			s["tool:"+name] = canonical(keep)
-		}
-	case proto == "mcp" && (method == "initialize" || method == "server/discover"):
-		if c := nestedTop(result, "capabilities"); c != nil {
-			s["capabilities"] = canonicalRaw(c)
-		}
-	case proto == "acp" && method == "initialize":
-		if c := nestedTop(result, "agentCapabilities"); c != nil {
-			s["agentCapabilities"] = canonicalRaw(c)
-		}
-		var r struct {
-			AuthMethods []struct {
-				ID string `json:"id"`
-			} `json:"authMethods"`
-		}
-		if json.Unmarshal(result, &r) == nil && r.AuthMethods != nil {
-			ids := make([]string, 0, len(r.AuthMethods))
-			for _, m := range r.AuthMethods {
-				ids = append(ids, m.ID)
-			}
-			sort.Strings(ids)
-			s["authMethods"] = canonical(ids)
-		}
+	if s := sf.SurfaceOf(method, result); len(s) > 0 {
+		return s
 	}
-	if len(s) == 0 {
-		return nil
-	}
-	return s
+	return nil
 }
 
 // nestedTop returns the raw value of member key of the JSON object b.
@@ -119,9 +81,13 @@ func canonical(v any) json.RawMessage {
 	return b
 }
 
-// CallFacts are what telemetry conventions name about one request: the
-// target in a span name ("tools/call get_weather"), the GenAI tool and
-// operation, and the conversation (ACP session) it belongs to.
+// CallFacts are what telemetry conventions name about one request or
+// notification: the target in a span name ("tools/call get_weather"), the
+// GenAI tool and operation, the conversation (ACP session) it belongs to,
+// and how it nests: a request that opens a turn of its conversation (its
+// span is the parent of what happens in that conversation until it is
+// answered), tool calls reported by notifications, a frame about one tool
+// call (a child of that tool call's span).
 type CallFacts struct {
 	Target       string // tool, prompt or resource the call is about
 	Tool         string // gen_ai.tool.name
@@ -133,60 +99,70 @@ type CallFacts struct {
 	// RPCSystem is the rpc.system the protocol speaks ("jsonrpc" for the
 	// JSON-RPC protocols), "" for others.
 	RPCSystem string
+	// OpensTurn: the request starts a turn of Conversation that its
+	// answer ends.
+	OpensTurn bool
+	// ToolUpdate is the tool call this notification starts or changes.
+	ToolUpdate *ToolCallUpdate
+	// ToolCall is the id of the tool call the frame is about.
+	ToolCall string
 }
 
-// CallFactsOf reads them from a request frame of method in protocol proto:
-//   - mcp: tools/call names the tool (params.name; operation execute_tool),
-//     prompts/get a prompt (params.name), resources/read and
-//     resources/subscribe a resource (params.uri) — the MCP semantic
-//     conventions name spans "{mcp.method.name} {target}";
-//   - acp: every session method carries params.sessionId (the
-//     conversation); session/prompt is an agent invocation (invoke_agent).
-func CallFactsOf(proto, method string, request []byte) CallFacts {
-	params := nestedTop(request, "params")
-	str := func(key string) string {
-		s, _ := rawString(nestedTop(params, key))
-		return s
-	}
+// ToolCallUpdate is what a notification says of a tool call an agent runs.
+type ToolCallUpdate struct {
+	ID, Title string
+	Start     bool // it starts the tool call
+	End       bool // it ends it
+	Failed    bool // it ends it in failure
+	// Attrs are the tool call's other attributes (key, value) in the order
+	// a span lists them, every key in every update; "" leaves a value as
+	// an earlier update set it.
+	Attrs [][2]string
+}
+
+// CallFacter is implemented by protocols with telemetry conventions
+// (CallFactsOf).
+type CallFacter interface {
+	CallFacts(method string, frame []byte) CallFacts
+}
+
+// Finisher is implemented by protocols whose answers say why a turn
+// finished (gen_ai.response.finish_reasons).
+type Finisher interface {
+	FinishReasons(method string, response []byte) []string
+}
+
+// CallFactsOf reads them from a request or notification frame of method
+// in protocol proto (its CallFacter); every JSON-RPC protocol's rpc.system
+// is "jsonrpc".
+func CallFactsOf(proto, method string, frame []byte) CallFacts {
 	var f CallFacts
+	if cf, ok := lookupKnown(proto).(CallFacter); ok {
+		f = cf.CallFacts(method, frame)
+	}
 	if WireOf(proto).Style == StyleJSONRPC {
 		f.RPCSystem = "jsonrpc"
-	}
-	switch proto {
-	case "mcp":
-		f.MethodAttr = "mcp.method.name"
-		switch method {
-		case "tools/call":
-			f.Target, f.Tool, f.Operation = str("name"), str("name"), "execute_tool"
-		case "prompts/get":
-			f.Target = str("name")
-		case "resources/read", "resources/subscribe", "resources/unsubscribe":
-			f.Target = str("uri")
-		}
-	case "acp":
-		f.Conversation = str("sessionId")
-		if method == "session/prompt" {
-			f.Operation = "invoke_agent"
-		}
 	}
 	return f
 }
 
-// ToolCallUpdate is what an ACP session/update says of a tool call.
-type ToolCallUpdate struct {
-	ID, Title, Kind, Status string
-	Start                   bool // sessionUpdate "tool_call" (not "tool_call_update")
+// FinishReasonsOf returns why the turn a response (to a request of method,
+// in protocol proto) answers finished, nil when it does not say.
+func FinishReasonsOf(proto, method string, response []byte) []string {
+	if f, ok := lookupKnown(proto).(Finisher); ok {
+		return f.FinishReasons(method, response)
+	}
+	return nil
 }
 
-// ToolCallUpdateOf reads an ACP session/update notification's tool call
-// ("tool_call" starts one, "tool_call_update" changes its status); the zero
-// value for any other frame.
-func ToolCallUpdateOf(frame []byte) ToolCallUpdate {
-	u := nestedMember(frame, "params", "update")
-	kind := str(memberOf(u, "sessionUpdate"))
-	if kind != "tool_call" && kind != "tool_call_update" {
-		return ToolCallUpdate{}
+// catalogueOf lists the keys of a protocol's method or type tables.
+func catalogueOf[V any](tables ...map[string]V) []string {
+	var names []string
+	for _, t := range tables {
+		for k := range t {
+			names = append(names, k)
+		}
 	}
-	return ToolCallUpdate{ID: str(memberOf(u, "toolCallId")), Title: str(memberOf(u, "title")), Kind: str(memberOf(u, "kind")),
-		Status: str(memberOf(u, "status")), Start: kind == "tool_call"}
+	sort.Strings(names)
+	return names
 }

@@ -97,7 +97,7 @@ func (synapsProto) Name() string  { return "synaps" }
 func (synapsProto) MaxFrame() int { return synapsMaxFrame }
 
 func (synapsProto) Wire() Wire {
-	return Wire{Style: StyleSynaps, RequestID: "id", ResponseID: "id", Volatile: []string{"/session_id", "/**/timestamp"}}
+	return Wire{Style: StyleSynaps, RequestID: "id", ResponseID: "id", Opening: "ready", Volatile: []string{"/session_id", "/**/timestamp"}}
 }
 
 func (synapsProto) Classify(dir Dir, frame []byte) Info {

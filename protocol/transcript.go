@@ -3,7 +3,6 @@ package protocol
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 )
 
@@ -42,21 +41,37 @@ type Turn struct {
 	// Done is the ns from the prompt to the end of the turn, -1 while open.
 	Done    int64
 	Entries []Entry
+}
 
-	promptID string // ACP: the id whose response ends the turn
+// Transcriber is implemented by protocols whose sessions fold into prompt
+// turns. Each Transcript asks for a folder of its own, so a folder may
+// keep state (an open prompt's id, tool titles by id).
+type Transcriber interface {
+	NewTranscriptFolder() TranscriptFolder
+}
+
+// TranscriptFolder folds one protocol's frames into a Transcript, through
+// its StartTurn, Append and EndTurn.
+type TranscriptFolder interface {
+	Fold(tr *Transcript, f TranscriptFrame)
 }
 
 // Transcript folds a session's frames into turns: a prompt, then what the
 // agent streamed until it answered (text and thoughts folded from their
-// chunks, tool calls, permission questions, progress, errors). It knows how
-// each protocol streams: ACP session/update, MCP tools/call and progress,
-// synaps/opi/pi message updates and tool events. Feed it frames in record
-// order with Add; it keeps only the folded text. The viewer's transcript
-// pane and export's prompt-turn spans read it.
+// chunks, tool calls, permission questions, progress, errors). How a
+// protocol streams is its own (its Transcriber: ACP session/update, MCP
+// tools/call and progress, synaps/opi/pi message updates and tool events);
+// a session of a protocol without one (generic JSON-RPC) has no turns.
+// Set Protocol, then feed frames in record order with Add; it keeps only
+// the folded text. The viewer's transcript pane and the HTML report read it.
 type Transcript struct {
-	Turns []*Turn
-	cur   *Turn
-	tools map[string]string // ACP toolCallId -> title, for updates that carry no title
+	// Protocol is the session's protocol name; it is read at the first
+	// Add and may not change after.
+	Protocol string
+	Turns    []*Turn
+	cur      *Turn
+	folder   TranscriptFolder
+	asked    bool
 }
 
 func (tr *Transcript) turn(t int64) *Turn {
@@ -67,7 +82,12 @@ func (tr *Transcript) turn(t int64) *Turn {
 	return tr.cur
 }
 
-func (tr *Transcript) start(r TranscriptFrame, method, prompt, id string) {
+// Current is the turn frames fold into now (nil before the first).
+func (tr *Transcript) Current() *Turn { return tr.cur }
+
+// StartTurn opens the next turn at frame r: a prompt of method whose text
+// (prompt, "" for none) becomes its first entry. It ends the open turn.
+func (tr *Transcript) StartTurn(r TranscriptFrame, method, prompt string) {
 	n := 1
 	if tr.cur != nil {
 		n = tr.cur.N + 1
@@ -75,22 +95,24 @@ func (tr *Transcript) start(r TranscriptFrame, method, prompt, id string) {
 			tr.cur.Done = r.T - tr.cur.T
 		}
 	}
-	tr.cur = &Turn{N: n, Rec: r.N, T: r.T, Method: method, FirstChunk: -1, Done: -1, promptID: id}
+	tr.cur = &Turn{N: n, Rec: r.N, T: r.T, Method: method, FirstChunk: -1, Done: -1}
 	tr.Turns = append(tr.Turns, tr.cur)
 	if prompt != "" {
 		tr.cur.Entries = append(tr.cur.Entries, Entry{Kind: EntryUser, Rec: r.N, T: r.T, Text: prompt})
 	}
 }
 
-func (tr *Transcript) end(t int64) {
+// EndTurn ends the open turn at t (ns since the session started).
+func (tr *Transcript) EndTurn(t int64) {
 	if tr.cur != nil && tr.cur.Done < 0 && tr.cur.N > 0 {
 		tr.cur.Done = t - tr.cur.T
 	}
 }
 
-// add appends text to the turn, folding it into the last entry when that
-// is of the same kind and key.
-func (tr *Transcript) add(r TranscriptFrame, kind EntryKind, key, text string, fold bool) {
+// Append adds text of kind from frame r to the current turn. With fold, it
+// joins the last entry when that is of the same kind and key: text and
+// thoughts are appended to it, progress replaces it.
+func (tr *Transcript) Append(r TranscriptFrame, kind EntryKind, key, text string, fold bool) {
 	t := tr.turn(r.T)
 	if (kind == EntryText || kind == EntryThought) && t.FirstChunk < 0 && t.N > 0 {
 		t.FirstChunk = r.T - t.T
@@ -109,74 +131,40 @@ func (tr *Transcript) add(r TranscriptFrame, kind EntryKind, key, text string, f
 	t.Entries = append(t.Entries, Entry{Kind: kind, Rec: r.N, T: r.T, Text: text, key: key})
 }
 
-// transcriptFrame is the union of the fields the transcript reads, across
-// protocols.
-type transcriptFrame struct {
-	Method string          `json:"method"`
-	ID     json.RawMessage `json:"id"`
-	Type   string          `json:"type"`
-	Params struct {
-		Prompt []transcriptBlock `json:"prompt"`
-		Update struct {
-			SessionUpdate string          `json:"sessionUpdate"`
-			Content       json.RawMessage `json:"content"`
-			Title         string          `json:"title"`
-			ToolCallID    string          `json:"toolCallId"`
-			Kind          string          `json:"kind"`
-			Status        string          `json:"status"`
-			Entries       []any           `json:"entries"`
-		} `json:"update"`
-		ToolCall struct {
-			Title      string `json:"title"`
-			ToolCallID string `json:"toolCallId"`
-		} `json:"toolCall"`
-		Options []struct {
-			OptionID string `json:"optionId"`
-			Name     string `json:"name"`
-		} `json:"options"`
-		// MCP
-		Name          string          `json:"name"`
-		Arguments     json.RawMessage `json:"arguments"`
-		Progress      float64         `json:"progress"`
-		Total         float64         `json:"total"`
-		Message       string          `json:"message"`
-		ProgressToken json.RawMessage `json:"progressToken"`
-	} `json:"params"`
-	Result struct {
-		StopReason string `json:"stopReason"`
-		Outcome    struct {
-			Outcome  string `json:"outcome"`
-			OptionID string `json:"optionId"`
-		} `json:"outcome"`
-	} `json:"result"`
-	Error *struct {
-		Message string `json:"message"`
-	} `json:"error"`
-
-	// synaps, opi, pi
-	Message              json.RawMessage `json:"message"`
-	Command              string          `json:"command"`
-	Success              *bool           `json:"success"`
-	OK                   *bool           `json:"ok"`
-	Event                *streamEvent    `json:"event"`
-	AssistantEvent       *streamEvent    `json:"assistant_event"`
-	AssistantMessageEvnt *streamEvent    `json:"assistantMessageEvent"`
-	ToolName             string          `json:"tool_name"`
-	ToolNameCamel        string          `json:"toolName"`
+// TranscriptFrame is one frame as the Transcript reads it.
+type TranscriptFrame struct {
+	N    uint64 // record number
+	T    int64  // ns since the session started
+	Dir  Dir
+	JSON []byte // the frame; only JSON frames count
 }
 
-type streamEvent struct {
-	Type     string `json:"type"`
-	Delta    string `json:"delta"`
-	ToolName string `json:"tool_name"`
-	ToolID   string `json:"tool_id"`
-	Result   string `json:"result"`
-	ToolCall *struct {
-		Name string `json:"name"`
-	} `json:"tool_call"`
-	ToolCallCamel *struct {
-		Name string `json:"name"`
-	} `json:"toolCall"`
+// Add feeds the next frame.
+func (tr *Transcript) Add(r TranscriptFrame) {
+	if r.JSON == nil {
+		return
+	}
+	if !tr.asked {
+		tr.asked = true
+		if t, ok := lookupKnown(tr.Protocol).(Transcriber); ok {
+			tr.folder = t.NewTranscriptFolder()
+		}
+	}
+	if tr.folder != nil {
+		tr.folder.Fold(tr, r)
+	}
+}
+
+// decodeLoose decodes a frame into v for a folder: a member of an
+// unexpected type (pi's "error" is a string where JSON-RPC has an object)
+// leaves the others filled in. It reports whether v is worth reading.
+func decodeLoose(frame []byte, v any) bool {
+	err := json.Unmarshal(frame, v)
+	if err == nil {
+		return true
+	}
+	var ute *json.UnmarshalTypeError
+	return errors.As(err, &ute)
 }
 
 type transcriptBlock struct {
@@ -185,6 +173,8 @@ type transcriptBlock struct {
 	URI  string `json:"uri"`
 }
 
+// blockText is one content block as text: its text, or its type (and
+// URI) in brackets.
 func blockText(raw json.RawMessage) string {
 	var b transcriptBlock
 	if json.Unmarshal(raw, &b) != nil {
@@ -199,217 +189,13 @@ func blockText(raw json.RawMessage) string {
 	return "[" + b.Type + "]"
 }
 
+// messageText is a JSON string's value, "" for anything else.
 func messageText(raw json.RawMessage) string {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return s
 	}
 	return ""
-}
-
-func errorText(raw json.RawMessage) string {
-	return messageText(raw)
-}
-
-// TranscriptFrame is one frame as the Transcript reads it.
-type TranscriptFrame struct {
-	N    uint64 // record number
-	T    int64  // ns since the session started
-	Dir  Dir
-	JSON []byte // the frame; only JSON frames count
-}
-
-// Add feeds the next frame.
-func (tr *Transcript) Add(r TranscriptFrame) {
-	if r.JSON == nil {
-		return
-	}
-	var f transcriptFrame
-	if err := json.Unmarshal(r.JSON, &f); err != nil {
-		// A field of an unexpected type (pi's "error" is a string where
-		// JSON-RPC has an object) leaves the others filled in.
-		var ute *json.UnmarshalTypeError
-		if !errors.As(err, &ute) {
-			return
-		}
-	}
-	var extra struct {
-		Error json.RawMessage `json:"error"`
-	}
-	_ = json.Unmarshal(r.JSON, &extra)
-	in := r.Dir == FromParent
-	if f.Method != "" || f.Type == "" {
-		tr.addJSONRPC(r, &f, in)
-		return
-	}
-	tr.addTyped(r, &f, extra.Error, in)
-}
-
-// addJSONRPC folds an ACP or MCP frame (and other JSON-RPC).
-func (tr *Transcript) addJSONRPC(r TranscriptFrame, f *transcriptFrame, in bool) {
-	switch f.Method {
-	case "session/prompt":
-		var parts []string
-		for _, b := range f.Params.Prompt {
-			if b.Type == "text" {
-				parts = append(parts, b.Text)
-			} else {
-				parts = append(parts, "["+b.Type+"]")
-			}
-		}
-		tr.start(r, f.Method, strings.Join(parts, " "), string(f.ID))
-		return
-	case "session/update":
-		u := f.Params.Update
-		switch u.SessionUpdate {
-		case "agent_message_chunk":
-			tr.add(r, EntryText, "", blockText(u.Content), true)
-		case "agent_thought_chunk":
-			tr.add(r, EntryThought, "", blockText(u.Content), true)
-		case "user_message_chunk":
-			tr.add(r, EntryUser, "", blockText(u.Content), true)
-		case "tool_call":
-			if tr.tools == nil {
-				tr.tools = map[string]string{}
-			}
-			if len(tr.tools) < 1<<16 {
-				tr.tools[u.ToolCallID] = u.Title
-			}
-			s := "tool " + u.Title
-			if u.Kind != "" {
-				s += " (" + u.Kind + ")"
-			}
-			if u.Status != "" {
-				s += " " + u.Status
-			}
-			tr.add(r, EntryTool, "", s, false)
-		case "tool_call_update":
-			if u.Status != "" {
-				title := u.Title
-				if title == "" {
-					title = tr.tools[u.ToolCallID]
-				}
-				if title == "" {
-					title = u.ToolCallID
-				}
-				tr.add(r, EntryTool, "", "tool "+title+" "+u.Status, false)
-			}
-		case "plan":
-			tr.add(r, EntryPlan, "", fmt.Sprintf("plan: %d entries", len(u.Entries)), false)
-		}
-		return
-	case "session/request_permission":
-		var opts []string
-		for _, o := range f.Params.Options {
-			opts = append(opts, o.OptionID)
-		}
-		title := f.Params.ToolCall.Title
-		if title == "" {
-			title = f.Params.ToolCall.ToolCallID
-		}
-		tr.add(r, EntryPermission, "", fmt.Sprintf("permission? %s [%s]", title, strings.Join(opts, " / ")), false)
-		return
-	case "tools/call":
-		s := "tool call " + f.Params.Name
-		if len(f.Params.Arguments) > 0 {
-			s += " " + clip(string(f.Params.Arguments), 120)
-		}
-		tr.add(r, EntryTool, "", s, false)
-		return
-	case "notifications/progress":
-		s := fmt.Sprintf("progress %g", f.Params.Progress)
-		if f.Params.Total > 0 {
-			s += fmt.Sprintf("/%g", f.Params.Total)
-		}
-		if f.Params.Message != "" {
-			s += " " + f.Params.Message
-		}
-		tr.add(r, EntryProgress, string(f.Params.ProgressToken), s, true)
-		return
-	}
-	if f.Method == "" && f.Type == "" && len(f.ID) > 0 {
-		// A JSON-RPC response: the end of an ACP turn, or a permission answer.
-		if tr.cur != nil && tr.cur.promptID != "" && tr.cur.promptID == string(f.ID) && !in {
-			if f.Result.StopReason != "" {
-				tr.add(r, EntryNote, "", "stop: "+f.Result.StopReason, false)
-			}
-			if f.Error != nil {
-				tr.add(r, EntryNote, "", "error: "+f.Error.Message, false)
-			}
-			tr.end(r.T)
-			return
-		}
-		if in && f.Result.Outcome.Outcome != "" {
-			s := "permission → " + f.Result.Outcome.Outcome
-			if f.Result.Outcome.OptionID != "" {
-				s += " " + f.Result.Outcome.OptionID
-			}
-			tr.add(r, EntryPermission, "", s, false)
-		}
-		return
-	}
-}
-
-// addTyped folds a synaps, opi or pi frame ("type"-tagged).
-func (tr *Transcript) addTyped(r TranscriptFrame, f *transcriptFrame, errRaw json.RawMessage, in bool) {
-	switch f.Type {
-	case "prompt", "follow_up", "steer":
-		if in {
-			tr.start(r, f.Type, messageText(f.Message), "")
-		}
-		return
-	case "message_update", "MessageUpdate":
-		ev := f.Event
-		if ev == nil {
-			ev = f.AssistantEvent
-		}
-		if ev == nil {
-			ev = f.AssistantMessageEvnt
-		}
-		if ev == nil {
-			return
-		}
-		switch ev.Type {
-		case "text_delta":
-			tr.add(r, EntryText, "", ev.Delta, true)
-		case "thinking_delta":
-			tr.add(r, EntryThought, "", ev.Delta, true)
-		case "toolcall_start":
-			tr.add(r, EntryTool, "", "tool "+ev.ToolName, false)
-		case "toolcall_result":
-			tr.add(r, EntryTool, "", "tool result: "+clip(ev.Result, 120), false)
-		case "tool_call_end", "toolcall_end":
-			name := ""
-			if ev.ToolCall != nil {
-				name = ev.ToolCall.Name
-			} else if ev.ToolCallCamel != nil {
-				name = ev.ToolCallCamel.Name
-			}
-			tr.add(r, EntryTool, "", "tool "+name, false)
-		}
-		return
-	case "ToolExecutionStart", "tool_execution_start":
-		name := f.ToolName
-		if name == "" {
-			name = f.ToolNameCamel
-		}
-		tr.add(r, EntryTool, "", "run "+name, false)
-		return
-	case "agent_end", "AgentEnd":
-		tr.end(r.T)
-		return
-	case "response":
-		failed := (f.Success != nil && !*f.Success) || (f.OK != nil && !*f.OK)
-		if failed && (f.Command == "prompt" || f.Command == "follow_up") {
-			msg := errorText(errRaw)
-			tr.add(r, EntryNote, "", "error: "+clip(msg, 200), false)
-			tr.end(r.T)
-		}
-		return
-	case "error":
-		tr.add(r, EntryNote, "", "error: "+clip(messageText(f.Message), 200), false)
-		return
-	}
 }
 
 // clip cuts s to max bytes and turns control characters into spaces.

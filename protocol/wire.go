@@ -49,6 +49,10 @@ type Wire struct {
 	// differ from run to run: session ids, paths, pids, timestamps); the
 	// syntax is replay's Ignore ("/params/**/timestamp").
 	Volatile []string
+	// Opening is the type of the event by which the child opens the
+	// session in the synaps and opi styles (synaps "ready", opi
+	// "rpc_ready"), "" for none: a stand-in classifies it as a Handshake.
+	Opening string
 	// Chatter lists the notifications (or events) whose number and order
 	// depend on timing, not on behaviour: log lines, progress reports.
 	// A stand-in matches them when they come but neither waits for them
@@ -159,7 +163,7 @@ func (w Wire) Classify(raw []byte, isJSON, fromParent bool) WireFrame {
 			f.Kind, f.Method = Response, str("command")
 		case t == "error" && f.ID != "":
 			f.Kind, f.Method = Response, ""
-		case t == "ready":
+		case t != "" && t == w.Opening:
 			f.Kind = Handshake
 		default:
 			f.Kind = Event
@@ -173,7 +177,7 @@ func (w Wire) Classify(raw []byte, isJSON, fromParent bool) WireFrame {
 			f.Kind = Request // every command gets a response
 		case t == "response":
 			f.Kind, f.Method = Response, str("command")
-		case t == "rpc_ready":
+		case t != "" && t == w.Opening:
 			f.Kind = Handshake
 		default:
 			f.Kind = Event

@@ -106,6 +106,11 @@ type engine struct {
 	exited       *Exit // child role: reached the recorded exit
 	lastProgress time.Time
 	nreports     int
+	// Stall reports (stall.go): live frames that matched nothing, when the
+	// live side last sent a frame, the steps a stall was said for.
+	misses    []miss
+	lastLive  time.Time
+	stallSaid map[int]bool
 
 	res  Result
 	werr error  // first write error
@@ -428,6 +433,7 @@ func (lr *lineReader) run() {
 func (e *engine) run(ctx context.Context, in io.Reader) (*Result, error) {
 	e.start = time.Now()
 	e.lastProgress = e.start
+	e.lastLive = e.start
 	e.pf = startPrefetch(e.sp, e.o.prefetchNice)
 	lines := make(chan liveLine, readQueue)
 	done := make(chan struct{})
@@ -440,9 +446,14 @@ func (e *engine) run(ctx context.Context, in io.Reader) (*Result, error) {
 	var ctxErr error
 loop:
 	for {
-		wait, finished := e.advance(time.Now())
+		now := time.Now()
+		wait, finished := e.advance(now)
 		if finished || e.werr != nil {
 			break
+		}
+		e.sayStall(now)
+		if s := e.stallWait(now); s >= 0 && (wait < 0 || s < wait) {
+			wait = s
 		}
 		var tc <-chan time.Time
 		if wait >= 0 {
@@ -769,6 +780,7 @@ func (e *engine) eachInWindow(fn func(st *estep) bool) {
 
 func (e *engine) onLine(l liveLine) {
 	e.trim()
+	e.lastLive = l.t
 	if l.cl {
 		e.liveCL = true
 	}
@@ -870,6 +882,7 @@ func (e *engine) onMiss(f *Frame, cands []*estep, t time.Time) {
 		return
 	}
 	d.Kind = Unexpected
+	e.noteMiss(f)
 	known := e.known[f.Method]
 	what := f.Kind + " " + f.Method
 	if f.Kind == kindText {

@@ -56,16 +56,17 @@ type Fault struct {
 	filter filterexpr.Filter
 }
 
-// MatchFrame reports whether a frame of direction d passes the rule's
-// filter= selector (true when it has none); payload is the frame (a line
-// without its end, or a body), kind, method and id its classification,
-// method a response's request's.
-func (f *Fault) MatchFrame(d cassette.Dir, payload []byte, kind, method, id string) bool {
+// MatchFrame reports whether a frame of direction d of a session in
+// protocol proto ("" when unknown) passes the rule's filter= selector
+// (true when it has none); payload is the frame (a line without its end,
+// or a body), kind, method and id its classification, method a response's
+// request's.
+func (f *Fault) MatchFrame(proto string, d cassette.Dir, payload []byte, kind, method, id string) bool {
 	if f.Filter == "" {
 		return true
 	}
 	r := filterexpr.Frame(d, payload, kind, method, id)
-	return f.filter.Match(&r, filterexpr.MatchInfo{Method: method})
+	return f.filter.Match(&r, filterexpr.MatchInfo{Method: method, Protocol: proto})
 }
 
 // String is the rule as written.
@@ -194,7 +195,7 @@ func (e *engine) faultFor(st *estep, n int) *Fault {
 		if f.Dir != "" && f.Dir != e.sendDir() {
 			continue
 		}
-		if !f.MatchFrame(cassette.Dir(e.sendDir()), st.frame.Raw, st.frame.Kind, st.frame.Method, st.frame.ID) {
+		if !f.MatchFrame(e.d.name, cassette.Dir(e.sendDir()), st.frame.Raw, st.frame.Kind, st.frame.Method, st.frame.ID) {
 			continue
 		}
 		if f.Action == "corrupt" && !hasPointer(st.frame.Raw, f.Field) {

@@ -66,6 +66,10 @@ func (t *pairTable) add(e pairEntry) int {
 
 func (t *pairTable) at(i int) *pairEntry { return &t.chunks[i/pairChunk][i%pairChunk] }
 
+// validationStopped is the code of the violation the recorder stores when
+// it stops validating.
+const validationStopped = "recorder.validation-stopped"
+
 // NewAnalysis returns an empty analysis; classify may be nil when records
 // are known to be classified.
 func NewAnalysis(classify *Classifier) *Analysis {
@@ -117,6 +121,9 @@ func (a *Analysis) Add(rec *cassette.Record) {
 		return
 	case cassette.KindViolation:
 		st.Violations++
+		if r.Code == validationStopped && st.ValidationStopped == 0 {
+			st.ValidationStopped = max(r.Ref, 1)
+		}
 		a.viol[r.Ref] = append(a.viol[r.Ref], r.N)
 		return
 	case cassette.KindEnd:

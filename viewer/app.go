@@ -427,6 +427,9 @@ func (a *App) refreshStatus() {
 	if err := a.store.Err(); err != nil {
 		t += " · [red]" + tview.Escape(err.Error()) + "[-]"
 	}
+	if n := a.store.ValidationStopped(); n != 0 {
+		t += fmt.Sprintf(" · [olive]findings partial (validation stopped at #%d; rpctap check judges all)[-]", n)
+	}
 	t += a.heldSummary()
 	a.title.SetText(t)
 	s := "[gray]? help  / search  f filter  Enter detail  p pair  t transcript  s stats  q quit[-]"

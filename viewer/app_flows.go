@@ -32,7 +32,7 @@ func (a *App) openFlows() {
 		fl := Flows{Pair: func(n uint64) (uint64, bool) {
 			p, ok := a.store.Pair(int(n))
 			return uint64(p), ok
-		}}
+		}, Protocol: a.store.Protocol()}
 		n := a.store.Len()
 		for from := 0; from < n && a.flowGen.Load() == gen && !a.Done(); {
 			recs, err := a.store.Records(from, scanBatch)
@@ -152,7 +152,7 @@ func (a *App) showFlow() {
 			return
 		}
 		a.store.classify.Fill(&r)
-		row := Summarize(&r, r.T)
+		row := Summarize(a.store.Protocol(), &r, r.T)
 		b.WriteString("[yellow::b]" + title + "[-:-:-]\n")
 		b.WriteString(RenderDetail(&r, row, a.store.Violations(int(pos)), true))
 		b.WriteString("\n")
@@ -163,7 +163,7 @@ func (a *App) showFlow() {
 		for _, pos := range f.Streamed {
 			if r, ok := a.store.Record(int(pos)); ok {
 				a.store.classify.Fill(&r)
-				row := Summarize(&r, r.T)
+				row := Summarize(a.store.Protocol(), &r, r.T)
 				fmt.Fprintf(&b, "  #%-6d %s  %s\n", pos, FormatClock(r.T), tview.Escape(row.Summary))
 			}
 		}

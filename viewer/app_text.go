@@ -29,7 +29,7 @@ func (a *App) openTranscript() {
 	a.trMu.Lock()
 	same := a.tr != nil && a.trFrom == from && a.trEnd == end
 	if !same {
-		a.tr, a.trFrom, a.trNext, a.trEnd = &Transcript{}, from, from, end
+		a.tr, a.trFrom, a.trNext, a.trEnd = NewTranscript(a.store.Protocol()), from, from, end
 		a.trGen++
 	}
 	a.trMu.Unlock()

@@ -42,6 +42,9 @@ type Flows struct {
 	List []Flow
 	// Pair returns the record paired with record n (Store.Pair).
 	Pair func(n uint64) (uint64, bool)
+	// Protocol is the session's protocol: how its frames are summarised
+	// and which notifications stream into which requests.
+	Protocol string
 	// open requests: by the request's record number, the index of its
 	// flow and the request's bytes (for StreamsInto) while it is open.
 	open map[uint64]openFlow
@@ -67,7 +70,7 @@ func (fl *Flows) Add(r *cassette.Record) {
 	switch {
 	case r.Kind == string(protocol.Request):
 		fl.List = append(fl.List, Flow{First: r.N, T: r.T, Dir: r.D, Kind: r.Kind, Method: r.Method, ID: id,
-			Latency: -1, Summary: Summarize(r, r.T).Summary})
+			Latency: -1, Summary: Summarize(fl.Protocol, r, r.T).Summary})
 		fl.open[r.N] = openFlow{i: len(fl.List) - 1, frame: append([]byte(nil), r.JSON...)}
 		return
 	case r.Kind == string(protocol.Response) && fl.Pair != nil:
@@ -78,20 +81,20 @@ func (fl *Flows) Add(r *cassette.Record) {
 			f.Response, f.Latency = r.N, r.T-f.T
 			info := protocol.Info{Kind: protocol.Response, Method: f.Method, ID: id}
 			dir := protocol.DirOf(string(r.D))
-			if s := protocol.Summarize(dir, info, r.JSON); s != "" {
+			if s := protocol.Summarize(fl.Protocol, dir, info, r.JSON); s != "" {
 				if f.Summary != "" {
 					f.Summary += " → " + s
 				} else {
 					f.Summary = "→ " + s
 				}
 			}
-			f.Error = filterexpr.IsError(r)
+			f.Error = filterexpr.IsError(fl.Protocol, r)
 			return
 		}
 	case r.Kind == string(protocol.Notification) || r.Kind == string(protocol.Event):
 		for _, o := range fl.open {
 			f := &fl.List[o.i]
-			if protocol.StreamsInto(f.Method, o.frame, r.Method, r.JSON) {
+			if protocol.StreamsInto(fl.Protocol, f.Method, o.frame, r.Method, r.JSON) {
 				if f.StreamedN < flowStreamedKept {
 					f.Streamed = append(f.Streamed, r.N)
 				}
@@ -101,5 +104,5 @@ func (fl *Flows) Add(r *cassette.Record) {
 		}
 	}
 	fl.List = append(fl.List, Flow{First: r.N, T: r.T, Dir: r.D, Kind: r.Kind, Method: r.Method, ID: id,
-		Latency: -1, Summary: Summarize(r, r.T).Summary, Error: filterexpr.IsError(r)})
+		Latency: -1, Summary: Summarize(fl.Protocol, r, r.T).Summary, Error: filterexpr.IsError(fl.Protocol, r)})
 }

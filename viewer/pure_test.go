@@ -215,38 +215,52 @@ func TestTranscriptACP(t *testing.T) {
 	}
 }
 
+// TestTranscriptSynapsOpiPiMCP: each protocol's session folds its own way
+// (a session is of one protocol: the header names it).
 func TestTranscriptSynapsOpiPiMCP(t *testing.T) {
-	b := newRB("synaps")
-	b.at(ms).in(`{"type":"prompt","id":"p1","message":"hello"}`)
-	b.at(30 * ms).out(`{"type":"message_update","event":{"type":"thinking_delta","delta":"hmm"}}`)
-	b.at(ms).out(`{"type":"message_update","event":{"type":"text_delta","delta":"Hi "}}`)
-	b.at(ms).out(`{"type":"message_update","event":{"type":"text_delta","delta":"there"}}`)
-	b.at(ms).out(`{"type":"message_update","event":{"type":"toolcall_start","tool_id":"t1","tool_name":"bash"}}`)
-	b.at(ms).out(`{"type":"agent_end","usage":{"input_tokens":1,"output_tokens":2}}`)
-	b.at(ms).out(`{"type":"response","id":"p1","command":"prompt","ok":true}`)
-	// opi
-	b.at(ms).in(`{"type":"prompt","message":"second"}`)
-	b.at(10 * ms).out(`{"type":"MessageUpdate","message":{},"assistant_event":{"type":"text_delta","content_index":0,"delta":"opi says"}}`)
-	b.at(ms).out(`{"type":"ToolExecutionStart","tool_call_id":"c","tool_name":"read","args":{}}`)
-	b.at(ms).out(`{"type":"AgentEnd","messages":[]}`)
+	synaps := newRB("synaps")
+	synaps.at(ms).in(`{"type":"prompt","id":"p1","message":"hello"}`)
+	synaps.at(30 * ms).out(`{"type":"message_update","event":{"type":"thinking_delta","delta":"hmm"}}`)
+	synaps.at(ms).out(`{"type":"message_update","event":{"type":"text_delta","delta":"Hi "}}`)
+	synaps.at(ms).out(`{"type":"message_update","event":{"type":"text_delta","delta":"there"}}`)
+	synaps.at(ms).out(`{"type":"message_update","event":{"type":"toolcall_start","tool_id":"t1","tool_name":"bash"}}`)
+	synaps.at(ms).out(`{"type":"agent_end","usage":{"input_tokens":1,"output_tokens":2}}`)
+	synaps.at(ms).out(`{"type":"response","id":"p1","command":"prompt","ok":true}`)
+	opi := newRB("opi")
+	opi.at(ms).in(`{"type":"prompt","message":"second"}`)
+	opi.at(10 * ms).out(`{"type":"MessageUpdate","message":{},"assistant_event":{"type":"text_delta","content_index":0,"delta":"opi says"}}`)
+	opi.at(ms).out(`{"type":"ToolExecutionStart","tool_call_id":"c","tool_name":"read","args":{}}`)
+	opi.at(ms).out(`{"type":"AgentEnd","messages":[]}`)
 	// pi, with a rejected prompt
-	b.at(ms).in(`{"type":"prompt","id":"p3","message":"third"}`)
-	b.at(2 * ms).out(`{"id":"p3","type":"response","command":"prompt","success":false,"error":"No API key"}`)
+	pi := newRB("pi")
+	pi.at(ms).in(`{"type":"prompt","id":"p3","message":"third"}`)
+	pi.at(2 * ms).out(`{"id":"p3","type":"response","command":"prompt","success":false,"error":"No API key"}`)
 	// MCP progress folds per token
-	b.at(ms).in(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"longRunningOperation","arguments":{"steps":3},"_meta":{"progressToken":7}}}`)
+	mcp := newRB("mcp")
+	mcp.at(ms).in(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"longRunningOperation","arguments":{"steps":3},"_meta":{"progressToken":7}}}`)
 	for i := 1; i <= 3; i++ {
-		b.at(ms).out(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":` + string(rune('0'+i)) + `,"total":3,"progressToken":7}}`)
+		mcp.at(ms).out(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":` + string(rune('0'+i)) + `,"total":3,"progressToken":7}}`)
 	}
-	tr := FoldTranscript(b.recs)
-	got := RenderTranscript(tr, false)
-	for _, want := range []string{
-		"── turn 1 · prompt · #1 at 0:00.001 · first chunk 30.0ms · took 34.0ms ──\n> hello\n(thinking) hmm\nHi there\n⚙ tool bash\n",
-		"── turn 2 · prompt · #8 at 0:00.037 · first chunk 10.0ms · took 12.0ms ──\n> second\nopi says\n⚙ run read\n",
-		"── turn 3 · prompt · #12 at 0:00.050 · no chunk · took 2.00ms ──\n> third\n! error: No API key\n⚙ tool call longRunningOperation {\"steps\":3}\n· progress 3/3\n",
+	for _, c := range []struct {
+		b    *rb
+		want string
+	}{
+		{synaps, "── turn 1 · prompt · #1 at 0:00.001 · first chunk 30.0ms · took 34.0ms ──\n> hello\n(thinking) hmm\nHi there\n⚙ tool bash\n"},
+		{opi, "── turn 1 · prompt · #1 at 0:00.001 · first chunk 10.0ms · took 12.0ms ──\n> second\nopi says\n⚙ run read\n"},
+		{pi, "── turn 1 · prompt · #1 at 0:00.001 · no chunk · took 2.00ms ──\n> third\n! error: No API key\n"},
+		{mcp, "⚙ tool call longRunningOperation {\"steps\":3}\n· progress 3/3\n"},
 	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("transcript lacks\n%s\ngot:\n%s", want, got)
+		got := RenderTranscript(FoldTranscript(c.b.recs), false)
+		if !strings.Contains(got, c.want) {
+			t.Errorf("%s transcript lacks\n%s\ngot:\n%s", c.b.recs[0].Header.Protocol, c.want, got)
 		}
+	}
+	// The same frames in a session of another protocol fold to nothing of
+	// theirs: a generic JSON-RPC session has no transcript.
+	generic := newRB("jsonrpc")
+	generic.recs = append(generic.recs, mcp.recs[1:]...)
+	if got := RenderTranscript(FoldTranscript(generic.recs), false); strings.Contains(got, "progress") {
+		t.Errorf("a jsonrpc session folded MCP progress:\n%s", got)
 	}
 }
 
@@ -299,7 +313,7 @@ func TestIsChunk(t *testing.T) {
 	recs := acpSession()
 	var chunks []uint64
 	for i := range recs {
-		if IsChunk(&recs[i]) {
+		if IsChunk("acp", &recs[i]) {
 			chunks = append(chunks, recs[i].N)
 		}
 	}

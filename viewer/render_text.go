@@ -115,6 +115,11 @@ func renderStats(s Stats, color bool) (string, []string) {
 	}
 	fmt.Fprintf(&b, "records %d · frames %d (→ %d, ← %d) · stderr %d · events %d · violations %d · orphan responses %d · last at %s\n\n",
 		s.Records, s.Frames, s.In, s.Out, s.Stderr, s.Events, s.Violations, s.Orphans, FormatClock(s.Duration))
+	if s.ValidationStopped != 0 {
+		// The recorder judged the frames before this record only, and not
+		// the end of the session: say so before anyone counts findings.
+		fmt.Fprintf(&b, "%s\n\n", hl(fmt.Sprintf("stored findings are partial: validation stopped at record %d (the recorder fell behind); rpctap check judges the whole session", s.ValidationStopped)))
+	}
 	names := make([]string, 0, len(s.Methods))
 	width := len("METHOD")
 	for n := range s.Methods {

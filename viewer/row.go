@@ -37,8 +37,9 @@ type Row struct {
 	Violations int    // violation records that refer to this one
 }
 
-// Summarize derives a Row from one record (and the time of the one before).
-func Summarize(r *cassette.Record, prevT int64) Row {
+// Summarize derives a Row from one record of a session in protocol proto
+// (and the time of the record before).
+func Summarize(proto string, r *cassette.Record, prevT int64) Row {
 	row := Row{N: r.N, T: r.T, Delta: r.T - prevT, K: r.K, Conn: r.Conn, Dir: r.D,
 		Kind: r.Kind, Method: r.Method, ID: string(r.ID), Size: payloadSize(r)}
 	if r.N == 0 {
@@ -49,12 +50,12 @@ func Summarize(r *cassette.Record, prevT int64) Row {
 		if row.Kind == "" && r.JSON == nil {
 			row.Kind = string("invalid")
 		}
-		row.Chunk = IsChunk(r)
+		row.Chunk = IsChunk(proto, r)
 		if r.JSON == nil {
 			row.Label = oneLineText(payloadText(r), 200)
 		} else if !r.Part {
 			dir := protocol.DirOf(string(r.D))
-			row.Summary = protocol.Summarize(dir, protocol.Info{Kind: protocol.Kind(r.Kind), Method: r.Method, ID: string(r.ID)}, r.JSON)
+			row.Summary = protocol.Summarize(proto, dir, protocol.Info{Kind: protocol.Kind(r.Kind), Method: r.Method, ID: string(r.ID)}, r.JSON)
 		}
 	case cassette.KindStderr:
 		row.Label = oneLineText(payloadText(r), 200)
@@ -122,6 +123,6 @@ func oneLineText(s string, max int) string {
 	return s
 }
 
-// IsChunk reports whether a frame is one piece of a streamed answer
-// (filterexpr.IsChunk).
-func IsChunk(r *cassette.Record) bool { return filterexpr.IsChunk(r) }
+// IsChunk reports whether a frame of a session in protocol proto is one
+// piece of a streamed answer (filterexpr.IsChunk).
+func IsChunk(proto string, r *cassette.Record) bool { return filterexpr.IsChunk(proto, r) }

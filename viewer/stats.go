@@ -13,12 +13,16 @@ type Stats struct {
 	Stderr     int
 	Events     int
 	Violations int
-	Orphans    int    // responses to no known request
-	Duration   int64  // ns, time of the last record
-	Ended      bool   // an end record was seen: unanswered requests are final
-	Protocol   string // from a meta record (the detected protocol)
-	Methods    map[string]*MethodStats
-	Unanswered []Unanswered
+	Orphans    int   // responses to no known request
+	Duration   int64 // ns, time of the last record
+	Ended      bool  // an end record was seen: unanswered requests are final
+	// ValidationStopped is the record at which the recorder stopped
+	// validating (a recorder.validation-stopped violation; 0: it did not):
+	// the findings stored after it, and at the session's end, are missing.
+	ValidationStopped uint64
+	Protocol          string // from a meta record (the detected protocol)
+	Methods           map[string]*MethodStats
+	Unanswered        []Unanswered
 }
 
 // MethodStats counts one method's frames per direction and its latencies

@@ -233,6 +233,7 @@ func (s *Store) loadPage(p int) []Row {
 	end := min(from+pageRows, s.n)
 	s.mu.Unlock()
 	pos := max(from-1, 0) // one more for the first delta
+	proto := s.Protocol()
 	rows := make([]Row, 0, pageRows)
 	prevT := int64(0)
 	for pos < end {
@@ -241,7 +242,7 @@ func (s *Store) loadPage(p int) []Row {
 			r := recs[i]
 			if int(r.N) >= from {
 				s.classify.Fill(&r)
-				rows = append(rows, Summarize(&r, prevT))
+				rows = append(rows, Summarize(proto, &r, prevT))
 			}
 			prevT = r.T
 		}
@@ -470,6 +471,15 @@ func (s *Store) Violations(i int) []cassette.Record {
 }
 
 // Stats returns the statistics of the records scanned so far.
+// ValidationStopped is the record at which the recorder stopped validating
+// (0: it did not, as far as the records analysed so far tell): the stored
+// findings are partial.
+func (s *Store) ValidationStopped() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.an.stats.ValidationStopped
+}
+
 func (s *Store) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()

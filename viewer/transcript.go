@@ -29,9 +29,22 @@ const (
 // Transcript folds a session's records into turns.
 type Transcript struct{ protocol.Transcript }
 
-// Add feeds the next record. Only whole JSON frames matter; others are
-// ignored.
+// NewTranscript folds the records of a session in protocol proto ("": the
+// header or meta record fed first names it).
+func NewTranscript(proto string) *Transcript {
+	return &Transcript{protocol.Transcript{Protocol: proto}}
+}
+
+// Add feeds the next record. Only whole JSON frames matter; a header or
+// meta record names the protocol when none was given; others are ignored.
 func (tr *Transcript) Add(r *cassette.Record) {
+	if tr.Protocol == "" {
+		if r.K == cassette.KindHeader && r.Header != nil {
+			tr.Protocol = r.Header.Protocol
+		} else if r.K == cassette.KindMeta {
+			tr.Protocol = r.Protocol
+		}
+	}
 	if r.K != cassette.KindFrame || r.JSON == nil || r.Part {
 		return
 	}
@@ -42,7 +55,7 @@ func (tr *Transcript) Add(r *cassette.Record) {
 // FoldTranscript folds records into a transcript (a convenience for tests
 // and small cassettes; the App feeds a Transcript incrementally).
 func FoldTranscript(recs []cassette.Record) *Transcript {
-	tr := &Transcript{}
+	tr := NewTranscript("")
 	for i := range recs {
 		tr.Add(&recs[i])
 	}

@@ -196,7 +196,10 @@ func (s *Store) rowRecords(v *View, lo, hi int) []cassette.Record {
 func (s *Store) matchInfo(n uint64, viol bool) MatchInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	m := MatchInfo{Violations: viol || len(s.an.Violations(n)) > 0}
+	m := MatchInfo{Violations: viol || len(s.an.Violations(n)) > 0, Protocol: s.protocol}
+	if m.Protocol == "" {
+		m.Protocol = s.an.stats.Protocol
+	}
 	partner, lat, paired := s.an.Pair(n)
 	s.mu.Unlock()
 	if paired && partner < n {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rpctap/rpctap/internal/export"
 	"github.com/rpctap/rpctap/internal/redact"
+	"github.com/rpctap/rpctap/replay"
 	"github.com/spf13/pflag"
 )
 
@@ -109,7 +110,8 @@ func runExport(o *exportOptions, path string, stdio Stdio) error {
 		}
 		defer fmt.Fprint(stdio.Err, "\r\033[K")
 	}
-	if err := export.Run(path, w, export.Options{Redactor: redact.New(redact.Options{Keys: o.Redact})}, progress); err != nil {
+	rep, err := export.RunReport(path, w, export.Options{Redactor: redact.New(redact.Options{Keys: o.Redact})}, progress)
+	if err != nil {
 		return exportErr(path, err)
 	}
 	if err := bw.Flush(); err != nil {
@@ -126,7 +128,24 @@ func runExport(o *exportOptions, path string, stdio Stdio) error {
 			return fmt.Errorf("export: %v", err)
 		}
 	}
-	return nil
+	return exportDamage(path, rep, stdio)
+}
+
+// exportDamage reports what export read past, once each, after the output
+// was written: every damaged range (one line each, exit 4, as cat, check,
+// diff and replay do) and an early end (one warning, exit 0: a cassette
+// whose recorder was killed is read to its last whole record).
+func exportDamage(path string, rep export.Report, stdio Stdio) error {
+	for _, d := range rep.Damaged {
+		fmt.Fprintln(stdio.Err, damageLine(path, d))
+	}
+	if msg := rep.TruncatedNote(); msg != "" {
+		fmt.Fprintf(stdio.Err, "rpctap: warning: %s: %s\n", path, msg)
+	}
+	if len(rep.Damaged) == 0 {
+		return nil
+	}
+	return Inputf("export: %s: %s; exported every readable record", path, replay.DamageSummary(rep.Damaged))
 }
 
 // progressBar draws one line: a 30-cell bar, the share of the cassette read,
@@ -171,11 +190,12 @@ func runExportSend(o *exportOptions, path string, stdio Stdio) error {
 	if err != nil {
 		return Usagef("export --send: %v", err)
 	}
-	if err := export.Run(path, w, export.Options{Redactor: redact.New(redact.Options{Keys: o.Redact}), Payloads: o.Payloads}, nil); err != nil {
+	rep, err := export.RunReport(path, w, export.Options{Redactor: redact.New(redact.Options{Keys: o.Redact}), Payloads: o.Payloads}, nil)
+	if err != nil {
 		return exportErr(path, err)
 	}
 	fmt.Fprintf(stdio.Err, "rpctap export: sent %d spans\n", w.Sent())
-	return nil
+	return exportDamage(path, rep, stdio)
 }
 
 // exportErr is export.Run's error as one line: the output's or the

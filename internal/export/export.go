@@ -12,6 +12,7 @@ package export
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"time"
@@ -26,7 +27,19 @@ import (
 type Exchange struct {
 	Request, Response *Frame
 	Notification      bool
+	// CutOff, for a request without Response, says why no answer can be
+	// told from a missing one: the cassette ends early (no end record) or
+	// is damaged to its end while the request waited (CutOffEnd,
+	// CutOffDamage). "" means the recording went on and no answer came.
+	CutOff string
 }
+
+// Why a request's answer is missing although it may have come (see
+// Exchange.CutOff).
+const (
+	CutOffEnd    = "cut off by the end of the recording"
+	CutOffDamage = "cut off by damage at the end of the cassette"
+)
 
 // Frame is one frame as exported.
 type Frame struct {
@@ -70,6 +83,40 @@ type RequestWatcher interface {
 	Request(f *Frame)
 }
 
+// Noter is implemented by writers that say in their output what was wrong
+// with the cassette they read (a damaged range, an early end): Note is
+// called once per problem, after the last exchange was read and before the
+// requests still waiting are handed over and End is called.
+type Noter interface {
+	Note(msg string)
+}
+
+// Report is what Run found wrong with the cassette: the damaged ranges it
+// went past (every readable record around them was exported), the early
+// end of a cassette without its end record, and how many requests were
+// waiting for an answer when the records ran out that way.
+type Report struct {
+	Damaged   []*cassette.DamageError
+	Truncated *cassette.TruncatedError
+	CutOff    int
+}
+
+// TruncatedNote is the one line that says a cassette ends early.
+func (r *Report) TruncatedNote() string {
+	if r.Truncated == nil {
+		return ""
+	}
+	msg := r.Truncated.Error() + ": the recording ends early"
+	switch r.CutOff {
+	case 0:
+	case 1:
+		msg += "; 1 request cut off by its end"
+	default:
+		msg += fmt.Sprintf("; %d requests cut off by its end", r.CutOff)
+	}
+	return msg
+}
+
 // Progress is how far an export is: bytes of the cassette read of its size,
 // and records read.
 type Progress struct {
@@ -102,9 +149,25 @@ func wrapWrite(err error) error {
 // Run reads the cassette at path and hands every exchange to w, in the order
 // their last frame was recorded. progress, when not nil, is called every
 // 16 Ki records and once at the end. An error of w comes back as a
-// *WriteError; any other is the cassette's.
+// *WriteError; any other is the cassette's. A damaged range or an early end
+// does not stop the export: see RunReport, which says what they were.
 func Run(path string, w Writer, o Options, progress func(Progress)) error {
+	_, err := RunReport(path, w, o, progress)
+	return err
+}
+
+// RunReport is Run, and reports the damage and the early end it read past
+// (each told to w first when w is a Noter). Requests still waiting for an
+// answer when the records ran out early are handed over with CutOff set,
+// not as unanswered.
+func RunReport(path string, w Writer, o Options, progress func(Progress)) (rep Report, err error) {
+	err = run(path, w, o, progress, &rep)
+	return rep, err
+}
+
+func run(path string, w Writer, o Options, progress func(Progress), rep *Report) error {
 	watch, _ := w.(RequestWatcher)
+	noter, _ := w.(Noter)
 	w = writeErrors{w}
 	rd, err := cassette.Open(path)
 	if err != nil {
@@ -125,16 +188,27 @@ func Run(path string, w Writer, o Options, progress func(Progress)) error {
 	pending := map[string]*Frame{} // dir+id -> request
 	var order []string             // pending keys in arrival order, for the requests never answered
 	begun := false
+	cutOff := "" // why the requests still waiting at the end got no answer
 	var n uint64
 	for {
 		r, err := rd.Next()
 		if err != nil {
 			var de *cassette.DamageError
-			if errors.As(err, &de) && !de.ToEnd {
-				continue
+			if errors.As(err, &de) {
+				rep.Damaged = append(rep.Damaged, de)
+				if !de.ToEnd {
+					continue
+				}
+				cutOff = CutOffDamage
+				break
 			}
 			var te *cassette.TruncatedError
-			if err == io.EOF || errors.As(err, &te) || errors.As(err, &de) {
+			if errors.As(err, &te) {
+				rep.Truncated = te
+				cutOff = CutOffEnd
+				break
+			}
+			if err == io.EOF {
 				break
 			}
 			return err
@@ -209,10 +283,21 @@ func Run(path string, w Writer, o Options, progress func(Progress)) error {
 	if progress != nil {
 		progress(Progress{Read: size, Size: size, Records: n})
 	}
+	if cutOff != "" {
+		rep.CutOff = len(pending)
+	}
+	if noter != nil {
+		for _, d := range rep.Damaged {
+			noter.Note(d.Error())
+		}
+		if msg := rep.TruncatedNote(); msg != "" {
+			noter.Note(msg)
+		}
+	}
 	for _, k := range order {
 		if req := pending[k]; req != nil {
 			delete(pending, k)
-			if err := w.Exchange(&Exchange{Request: req}); err != nil {
+			if err := w.Exchange(&Exchange{Request: req, CutOff: cutOff}); err != nil {
 				return err
 			}
 		}
@@ -230,27 +315,33 @@ func compact(order []string, pending map[string]*Frame) []string {
 	return out
 }
 
-// errorOf returns the code and message of a JSON-RPC error response, ok
-// false for anything else.
-func errorOf(payload []byte) (code int64, msg string, ok bool) {
-	var r struct {
+// errorOf returns the code and message of the failure an exchange's
+// answer reports, ok false when it reports none: a JSON-RPC error
+// response's code and message, or, for a failure its protocol reports
+// another way (protocol.Failed: an MCP tool result with isError, a DAP or pi
+// response with success false), code 0 and the answer's summary.
+func errorOf(proto string, x *Exchange) (code int64, msg string, ok bool) {
+	r := x.Response
+	var e struct {
 		Error *struct {
 			Code    int64  `json:"code"`
 			Message string `json:"message"`
 		} `json:"error"`
-		Success *bool  `json:"success"` // opi, pi
-		ErrStr  string `json:"error_message"`
 	}
-	if json.Unmarshal(payload, &r) != nil {
+	if json.Unmarshal(r.Payload, &e) != nil {
 		return 0, "", false
 	}
-	if r.Error != nil {
-		return r.Error.Code, r.Error.Message, true
+	if e.Error != nil {
+		return e.Error.Code, e.Error.Message, true
 	}
-	if r.Success != nil && !*r.Success {
-		return 0, "success:false", true
+	dir, info := protocol.DirOf(r.Dir), protocol.Info{Kind: protocol.Response, Method: x.Request.Method, ID: r.ID}
+	if !protocol.Failed(proto, dir, info, r.Payload) {
+		return 0, "", false
 	}
-	return 0, "", false
+	if msg = protocol.Summarize(proto, dir, info, r.Payload); msg == "" {
+		msg = "failed"
+	}
+	return 0, msg, true
 }
 
 // at is the wall-clock time of a frame.

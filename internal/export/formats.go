@@ -52,9 +52,14 @@ func (j *jsonStream) end() error {
 // or event is an entry with status 204 and no response body. time and
 // timings.wait are the answer's latency in ms.
 type HAR struct {
-	s  Session
-	js *jsonStream
+	s     Session
+	js    *jsonStream
+	notes []string // what was wrong with the cassette (Noter): the log's _rpctapNotes
 }
+
+// Note keeps msg for the log's "_rpctapNotes" (a custom field, as HAR 1.2
+// allows them: its name starts with an underscore).
+func (h *HAR) Note(msg string) { h.notes = append(h.notes, msg) }
 
 // NewHAR writes to w.
 func NewHAR(w io.Writer) *HAR { return &HAR{js: newJSONStream(w)} }
@@ -73,6 +78,9 @@ func (h *HAR) Exchange(x *Exchange) error {
 		Value string `json:"value"`
 	}
 	status, statusText, latency := 0, "no answer", -1.0
+	if x.CutOff != "" {
+		statusText = x.CutOff
+	}
 	content := map[string]any{"size": 0, "mimeType": "application/json"}
 	if x.Notification {
 		status, statusText, latency = 204, req.Kind, 0
@@ -80,7 +88,7 @@ func (h *HAR) Exchange(x *Exchange) error {
 	if x.Response != nil {
 		latency = float64(x.Response.T-req.T) / 1e6
 		status, statusText = 200, "OK"
-		if code, msg, ok := errorOf(x.Response.Payload); ok {
+		if code, msg, ok := errorOf(h.s.Protocol, x); ok {
 			status, statusText = 500, fmt.Sprintf("%d %s", code, msg)
 		}
 		content = map[string]any{"size": len(x.Response.Payload), "mimeType": "application/json", "text": string(x.Response.Payload)}
@@ -113,10 +121,18 @@ func (h *HAR) Exchange(x *Exchange) error {
 		"cache":   map[string]any{},
 		"timings": map[string]any{"send": 0, "wait": wait, "receive": 0},
 	}
+	if x.CutOff != "" {
+		entry["comment"] = x.CutOff
+	}
 	return h.js.entry(entry)
 }
 
-func (h *HAR) End() error { return h.js.end() }
+func (h *HAR) End() error {
+	if len(h.notes) > 0 {
+		h.js.tail = "\n],\"_rpctapNotes\":" + mustJSON(h.notes) + "}}\n"
+	}
+	return h.js.end()
+}
 
 // ---- Chrome / Perfetto trace
 
@@ -125,6 +141,7 @@ func (h *HAR) End() error { return h.js.end() }
 // method, a complete event ("X") per request with its answer, an instant
 // ("i") per notification or event or unanswered request. Times in µs.
 type Trace struct {
+	s      Session
 	js     *jsonStream
 	tracks map[string]int
 }
@@ -133,6 +150,7 @@ type Trace struct {
 func NewTrace(w io.Writer) *Trace { return &Trace{js: newJSONStream(w), tracks: map[string]int{}} }
 
 func (t *Trace) Begin(s Session) error {
+	t.s = s
 	t.js.tail = "\n]}\n"
 	if _, err := io.WriteString(t.js.w, `{"displayTimeUnit":"ms","traceEvents":[`+"\n"); err != nil {
 		return err
@@ -170,12 +188,15 @@ func (t *Trace) Exchange(x *Exchange) error {
 	switch {
 	case x.Response != nil:
 		ev["ph"], ev["dur"] = "X", float64(x.Response.T-req.T)/1e3
-		if code, msg, ok := errorOf(x.Response.Payload); ok {
+		if code, msg, ok := errorOf(t.s.Protocol, x); ok {
 			args["error"] = fmt.Sprintf("%d %s", code, msg)
 		}
 	default:
 		ev["ph"], ev["s"] = "i", "t"
-		if !x.Notification {
+		switch {
+		case x.CutOff != "":
+			args["cut_off"] = true // the recording ends before an answer could come
+		case !x.Notification:
 			args["answered"] = false
 		}
 	}
@@ -189,23 +210,26 @@ func (t *Trace) End() error { return t.js.end() }
 // OTLP writes one OTLP/JSON ExportTraceServiceRequest (docs/export.md
 // "OpenTelemetry"): a span per request, named "{method} {target}" as the
 // MCP semantic conventions name them, kind CLIENT (the sender's view), with
-// jsonrpc.request.id, rpc.method, mcp.method.name (MCP), gen_ai.tool.name,
-// gen_ai.operation.name, gen_ai.conversation.id (the ACP session),
-// error.type and network.transport=pipe; payloads only when asked.
-// Notifications are spans of zero length. All spans share one trace (the
-// session), its id derived from the protocol and the session's start.
+// jsonrpc.request.id, rpc.method, the protocol's method attribute
+// (mcp.method.name), gen_ai.tool.name, gen_ai.operation.name,
+// gen_ai.conversation.id, error.type and network.transport=pipe; payloads
+// only when asked. Notifications are spans of zero length. All spans share
+// one trace (the session), its id derived from the protocol and the
+// session's start. What a protocol's frames mean for spans (targets, turns,
+// tool calls) is the protocol's (protocol.CallFactsOf); this file names no
+// protocol's method.
 type OTLP struct {
 	s        Session
 	js       *jsonStream
 	payloads bool
 	trace    string
-	// prompts maps an ACP session id to the span id of its open
-	// session/prompt: what happens in that session until the prompt is
-	// answered (updates, permission requests, file reads, tool calls) is
-	// a child of the prompt's span.
+	// prompts maps a conversation to the span id of its open turn (the
+	// request that opened it: an ACP session/prompt): what happens in that
+	// conversation until the turn is answered (updates, permission
+	// requests, file reads, tool calls) is a child of the turn's span.
 	prompts map[string]string
-	// tools holds the ACP tool calls started and not yet finished, by
-	// session id NUL toolCallId (ids are unique within a session only).
+	// tools holds the tool calls started and not yet finished, by
+	// conversation NUL tool call id (ids are unique within one only).
 	tools map[string]*toolCall
 	// send, when set, receives each span instead of the JSON stream
 	// (NewOTLPSender: spans go to an endpoint through the OTel SDK).
@@ -220,14 +244,16 @@ func (o *OTLP) emit(span map[string]any) error {
 	return o.js.entry(span)
 }
 
-// toolCall is an ACP tool call between its tool_call update and the
-// tool_call_update that completes it (or its turn's end).
+// toolCall is a tool call between the update that starts it and the one
+// that ends it (or its turn's end).
 type toolCall struct {
-	id, title, kind, session, status string
-	parent                           string // the prompt's span id
-	span                             string // its own span id
-	start, last                      int64
-	record                           uint64
+	id, title, session string
+	attrs              [][2]string // the protocol's attributes, in its order
+	failed             bool
+	parent             string // the turn's span id
+	span               string // its own span id
+	start, last        int64
+	record             uint64
 }
 
 // NewOTLP writes to w; payloads adds rpctap.request.body and
@@ -256,6 +282,8 @@ func attr(k string, v any) map[string]any {
 		return map[string]any{"key": k, "value": map[string]any{"stringValue": x}}
 	case int64:
 		return map[string]any{"key": k, "value": map[string]any{"intValue": strconv.FormatInt(x, 10)}}
+	case bool:
+		return map[string]any{"key": k, "value": map[string]any{"boolValue": x}}
 	case []string:
 		vs := make([]any, len(x))
 		for i, v := range x {
@@ -273,29 +301,25 @@ func spanID(f *Frame) string {
 	return fmt.Sprintf("%016x", h.Sum64())
 }
 
-// Request notes an ACP session/prompt as it starts (RequestWatcher).
+// Request notes a request that opens a turn as it starts
+// (RequestWatcher).
 func (o *OTLP) Request(f *Frame) {
-	if f.Method != "session/prompt" {
+	facts := protocol.CallFactsOf(o.s.Protocol, f.Method, f.Payload)
+	if !facts.OpensTurn || facts.Conversation == "" {
 		return
 	}
-	if sid := protocol.CallFactsOf(o.s.Protocol, f.Method, f.Payload).Conversation; sid != "" {
-		if o.prompts == nil {
-			o.prompts = map[string]string{}
-		}
-		o.prompts[sid] = spanID(f)
+	if o.prompts == nil {
+		o.prompts = map[string]string{}
 	}
+	o.prompts[facts.Conversation] = spanID(f)
 }
 
-// toolSpans follows ACP tool calls through their session/update frames:
-// one span per tool call, from the update that started it to the one that
-// completed or failed it, named "execute_tool TITLE", a child of the
-// prompt. It returns the span id of the tool call the frame belongs to
-// ("" for any other frame): that frame is a child of the tool call.
-func (o *OTLP) toolSpans(x *Exchange, session string) (string, error) {
-	u := protocol.ToolCallUpdateOf(x.Request.Payload)
-	if u.ID == "" {
-		return "", nil
-	}
+// toolSpans follows tool calls through the notifications that report them
+// (u): one span per tool call, from the update that started it to the one
+// that ended it, named "execute_tool TITLE", a child of the turn. It
+// returns the span id of the tool call the frame belongs to ("" for any
+// other frame): that frame is a child of the tool call.
+func (o *OTLP) toolSpans(x *Exchange, u *protocol.ToolCallUpdate, session string) (string, error) {
 	if o.tools == nil {
 		o.tools = map[string]*toolCall{}
 	}
@@ -307,7 +331,7 @@ func (o *OTLP) toolSpans(x *Exchange, session string) (string, error) {
 		}
 		h := fnv.New64a()
 		fmt.Fprintf(h, "tool/%s/%d", u.ID, x.Request.Record)
-		tc = &toolCall{id: u.ID, title: u.Title, kind: u.Kind, session: session, parent: o.prompts[session],
+		tc = &toolCall{id: u.ID, title: u.Title, session: session, parent: o.prompts[session],
 			span: fmt.Sprintf("%016x", h.Sum64()), start: x.Request.T, record: x.Request.Record}
 		o.tools[key] = tc
 	}
@@ -315,15 +339,21 @@ func (o *OTLP) toolSpans(x *Exchange, session string) (string, error) {
 	if u.Title != "" {
 		tc.title = u.Title
 	}
-	if u.Kind != "" {
-		tc.kind = u.Kind
+	if tc.attrs == nil {
+		tc.attrs = append([][2]string(nil), u.Attrs...)
+	} else {
+		for _, a := range u.Attrs {
+			for i := range tc.attrs {
+				if tc.attrs[i][0] == a[0] && a[1] != "" {
+					tc.attrs[i][1] = a[1]
+				}
+			}
+		}
 	}
-	if u.Status != "" {
-		tc.status = u.Status
-	}
-	if u.Status != "completed" && u.Status != "failed" {
+	if !u.End {
 		return tc.span, nil
 	}
+	tc.failed = u.Failed
 	delete(o.tools, key)
 	return tc.span, o.emit(o.toolSpan(tc, x.Request.T))
 }
@@ -333,16 +363,13 @@ func (o *OTLP) toolSpan(tc *toolCall, end int64) map[string]any {
 	attrs := []any{attr("gen_ai.operation.name", "execute_tool"), attr("gen_ai.tool.name", tc.title),
 		attr("gen_ai.tool.call.id", tc.id), attr("gen_ai.conversation.id", tc.session), attr("network.transport", "pipe"),
 		attr("rpctap.record", int64(tc.record))}
-	if tc.kind != "" {
-		// Not gen_ai.tool.type: its values are function, extension and
-		// datastore; ACP's kind (read, edit, execute...) is another axis.
-		attrs = append(attrs, attr("rpctap.acp.tool.kind", tc.kind))
-	}
-	if tc.status != "" {
-		attrs = append(attrs, attr("rpctap.acp.tool.status", tc.status))
+	for _, a := range tc.attrs {
+		if a[1] != "" {
+			attrs = append(attrs, attr(a[0], a[1]))
+		}
 	}
 	status := map[string]any{}
-	if tc.status == "failed" {
+	if tc.failed {
 		attrs = append(attrs, attr("error.type", "tool_call_failed"))
 		status = map[string]any{"code": 2, "message": "tool call failed"}
 	}
@@ -383,30 +410,6 @@ func (o *OTLP) endTools(prompt string, end int64) error {
 	return nil
 }
 
-// permissionTool is the toolCallId a session/request_permission asks about.
-func permissionTool(payload []byte) string {
-	var r struct {
-		Params struct {
-			ToolCall struct {
-				ToolCallID string `json:"toolCallId"`
-			} `json:"toolCall"`
-		} `json:"params"`
-	}
-	json.Unmarshal(payload, &r)
-	return r.Params.ToolCall.ToolCallID
-}
-
-// stopReason is an ACP session/prompt answer's stopReason.
-func stopReason(payload []byte) string {
-	var r struct {
-		Result struct {
-			StopReason string `json:"stopReason"`
-		} `json:"result"`
-	}
-	json.Unmarshal(payload, &r)
-	return r.Result.StopReason
-}
-
 func (o *OTLP) Exchange(x *Exchange) error {
 	req := x.Request
 	facts := protocol.CallFactsOf(o.s.Protocol, req.Method, req.Payload)
@@ -416,23 +419,23 @@ func (o *OTLP) Exchange(x *Exchange) error {
 	}
 	spanID := spanID(req)
 	parent := ""
-	if facts.Conversation != "" && req.Method != "session/prompt" {
+	if facts.Conversation != "" && !facts.OpensTurn {
 		parent = o.prompts[facts.Conversation]
 	}
-	switch req.Method {
-	case "session/update":
-		tool, err := o.toolSpans(x, facts.Conversation)
+	switch {
+	case facts.ToolUpdate != nil:
+		tool, err := o.toolSpans(x, facts.ToolUpdate, facts.Conversation)
 		if err != nil {
 			return err
 		}
 		if tool != "" {
 			parent = tool
 		}
-	case "session/request_permission":
-		if tc := o.tools[facts.Conversation+"\x00"+permissionTool(req.Payload)]; tc != nil {
+	case facts.ToolCall != "":
+		if tc := o.tools[facts.Conversation+"\x00"+facts.ToolCall]; tc != nil {
 			parent = tc.span
 		}
-	case "session/prompt":
+	case facts.OpensTurn:
 		if x.Response != nil && o.prompts[facts.Conversation] == spanID {
 			delete(o.prompts, facts.Conversation)
 			if err := o.endTools(spanID, x.Response.T); err != nil {
@@ -474,19 +477,22 @@ func (o *OTLP) Exchange(x *Exchange) error {
 	}
 	if x.Response != nil {
 		end = at(o.s, x.Response.T).UnixNano()
-		if code, msg, ok := errorOf(x.Response.Payload); ok {
+		if code, msg, ok := errorOf(o.s.Protocol, x); ok {
 			attrs = append(attrs, attr("error.type", strconv.FormatInt(code, 10)))
 			if code != 0 {
 				attrs = append(attrs, attr("rpc.jsonrpc.error_code", code))
 			}
 			status = map[string]any{"code": 2, "message": msg} // STATUS_CODE_ERROR
 		}
-		if r := stopReason(x.Response.Payload); r != "" && o.s.Protocol == "acp" && req.Method == "session/prompt" {
-			attrs = append(attrs, attr("gen_ai.response.finish_reasons", []string{r}))
+		if r := protocol.FinishReasonsOf(o.s.Protocol, req.Method, x.Response.Payload); r != nil {
+			attrs = append(attrs, attr("gen_ai.response.finish_reasons", r))
 		}
 		if o.payloads {
 			attrs = append(attrs, attr("rpctap.response.body", string(x.Response.Payload)))
 		}
+	} else if x.CutOff != "" {
+		// Not an error: the recording ends before an answer could come.
+		attrs = append(attrs, attr("rpctap.cut_off", true))
 	} else if !x.Notification {
 		attrs = append(attrs, attr("error.type", "unanswered"))
 		status = map[string]any{"code": 2, "message": "never answered"}

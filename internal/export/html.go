@@ -30,7 +30,11 @@ type HTML struct {
 	// stays bounded for any cassette.
 	folded int
 	cut    uint64
+	notes  []string // what was wrong with the cassette (Noter), shown under the title
 }
+
+// Note keeps msg to show under the report's title.
+func (h *HTML) Note(msg string) { h.notes = append(h.notes, msg) }
 
 // transcriptLimit bounds the frames the report's transcript folds (its
 // text is held until the end): 8 MiB, a long day of agent sessions.
@@ -53,10 +57,12 @@ type htmlRow struct {
 	Request  string `json:"req"`
 	Response string `json:"resp,omitempty"`
 	RespN    uint64 `json:"rn,omitempty"`
+	Cut      string `json:"cut,omitempty"` // why no answer can be told from a missing one (Exchange.CutOff)
 }
 
 func (h *HTML) Begin(s Session) error {
 	h.s = s
+	h.tr.Protocol = s.Protocol
 	title := html.EscapeString("rpctap: " + s.File)
 	fmt.Fprintf(h.w, `<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
@@ -100,16 +106,16 @@ func (h *HTML) Exchange(x *Exchange) error {
 		h.fold(req)
 	}
 	row := htmlRow{N: req.Record, T: req.T, Dir: req.Dir, Kind: req.Kind, Method: req.Method, ID: req.ID, Latency: -1,
-		Request: string(req.Payload)}
+		Request: string(req.Payload), Cut: x.CutOff}
 	dir := protocol.DirOf(req.Dir)
-	row.Summary = protocol.Summarize(dir, protocol.Info{Kind: protocol.Kind(req.Kind), Method: req.Method, ID: req.ID}, req.Payload)
+	row.Summary = protocol.Summarize(h.s.Protocol, dir, protocol.Info{Kind: protocol.Kind(req.Kind), Method: req.Method, ID: req.ID}, req.Payload)
 	if r := x.Response; r != nil {
 		row.Latency, row.Response, row.RespN = r.T-req.T, string(r.Payload), r.Record
 		rdir := protocol.DirOf(r.Dir)
-		if s := protocol.Summarize(rdir, protocol.Info{Kind: protocol.Response, Method: req.Method, ID: r.ID}, r.Payload); s != "" {
+		if s := protocol.Summarize(h.s.Protocol, rdir, protocol.Info{Kind: protocol.Response, Method: req.Method, ID: r.ID}, r.Payload); s != "" {
 			row.Summary = strings.TrimSpace(row.Summary + " → " + s)
 		}
-		_, _, row.Error = errorOf(r.Payload)
+		_, _, row.Error = errorOf(h.s.Protocol, x)
 	}
 	b, err := json.Marshal(row) // escapes <, > and & : safe inside <script>
 	if err != nil {
@@ -125,7 +131,17 @@ func (h *HTML) Exchange(x *Exchange) error {
 }
 
 func (h *HTML) End() error {
-	h.w.WriteString("\n]</script>\n<main id=\"transcript-view\" hidden><section id=\"transcript\">\n")
+	h.w.WriteString("\n]</script>\n")
+	if len(h.notes) > 0 {
+		// Shown under the title (the header was written before the
+		// cassette was read to its end).
+		h.w.WriteString("<script id=\"notes\" type=\"application/json\">")
+		b, _ := json.Marshal(h.notes) // escapes <, > and &
+		h.w.Write(b)
+		h.w.WriteString("</script>\n<script>JSON.parse(document.getElementById('notes').textContent).forEach(function(m){" +
+			"var p=document.createElement('p');p.className='note';p.textContent='⚠ '+m;document.querySelector('header').insertBefore(p,document.querySelector('nav'))})</script>\n")
+	}
+	h.w.WriteString("<main id=\"transcript-view\" hidden><section id=\"transcript\">\n")
 	if len(h.tr.Turns) == 0 {
 		h.w.WriteString("<p class=\"hint\">No prompts or streamed answers in this session.</p>\n")
 	}
@@ -172,7 +188,7 @@ const htmlCSS = `
 :root{--bg:#fff;--fg:#1d2125;--dim:#6b7280;--line:#e5e7eb;--in:#0f766e;--out:#15803d;--err:#b91c1c;--sel:#dbeafe}
 [hidden]{display:none!important}*{box-sizing:border-box}body{margin:0;font:13px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;color:var(--fg);background:var(--bg)}
 header{padding:8px 12px;border-bottom:1px solid var(--line);position:sticky;top:0;background:var(--bg)}
-h1{font-size:15px;margin:0}#meta{margin:2px 0 6px;color:var(--dim)}
+h1{font-size:15px;margin:0}.note{margin:2px 0;color:#b45309}#meta{margin:2px 0 6px;color:var(--dim)}
 nav button{font:inherit;border:1px solid var(--line);background:#f9fafb;padding:2px 10px;cursor:pointer}
 nav button.on{background:var(--sel)}#filter{font:inherit;margin-left:12px;padding:2px 6px;width:28em}
 #list-view{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);height:calc(100vh - 84px)}
@@ -202,7 +218,7 @@ function render(q){
     if(q&&(r.m+' '+r.s+' '+r.req+' '+(r.resp||'')).toLowerCase().indexOf(q)<0)return;
     var tr=document.createElement('tr');tr.className=r.d+(r.err?' err':'');tr.dataset.i=i;
     [td(r.n,'r'),td(clock(r.t),'r'),td(r.d==='in'?'→':'←','d'),td(r.m||r.k,'m'),td(r.id||''),
-     td(r.lat>=0?dur(r.lat):(r.k==='request'?'…':''),'r'),td(r.s||'','s')].forEach(function(c){tr.appendChild(c)});
+     td(r.lat>=0?dur(r.lat):(r.cut?'cut off':(r.k==='request'?'…':'')),'r'),td(r.s||'','s')].forEach(function(c){tr.appendChild(c)});
     tr.onclick=function(){show(i,tr)};tbody.appendChild(tr);
   });
 }
@@ -212,7 +228,7 @@ function show(i,tr){
   function part(title,body){var h=document.createElement('h3');h.textContent=title;var p=document.createElement('pre');p.textContent=pretty(body);detail.appendChild(h);detail.appendChild(p)}
   part('#'+r.n+' '+(r.d==='in'?'parent → child':'child → parent')+' '+r.k+' '+(r.m||''),r.req);
   if(r.resp!==undefined&&r.resp!=='')part('#'+r.rn+' response after '+dur(r.lat),r.resp);
-  else if(r.k==='request')detail.appendChild(Object.assign(document.createElement('p'),{className:'hint',textContent:'no response recorded'}));
+  else if(r.k==='request')detail.appendChild(Object.assign(document.createElement('p'),{className:'hint',textContent:r.cut?'no response: '+r.cut:'no response recorded'}));
 }
 document.getElementById('filter').oninput=function(e){render(e.target.value)};
 function tab(name){document.getElementById('list-view').hidden=name!=='list';document.getElementById('transcript-view').hidden=name!=='transcript';

@@ -167,6 +167,9 @@ func stubOf(m map[string]any) (tracetest.SpanStub, error) {
 		switch {
 		case v["stringValue"] != nil:
 			st.Attributes = append(st.Attributes, attribute.String(k, v["stringValue"].(string)))
+		case v["boolValue"] != nil:
+			b, _ := v["boolValue"].(bool)
+			st.Attributes = append(st.Attributes, attribute.Bool(k, b))
 		case v["intValue"] != nil:
 			n, _ := strconv.ParseInt(v["intValue"].(string), 10, 64)
 			st.Attributes = append(st.Attributes, attribute.Int64(k, n))

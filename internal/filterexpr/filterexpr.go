@@ -67,6 +67,7 @@ type MatchInfo struct {
 	Violations bool   // violation records refer to it
 	Latency    int64  // a paired response: ns since its request (0: none)
 	Method     string // a paired response: its request's method, when the record names none
+	Protocol   string // the session's protocol (what its chunks and failures look like)
 }
 
 // Parse parses a filter expression (the filter bar's text).
@@ -147,7 +148,7 @@ func parseTerm(w, lw string) (func(*cassette.Record, MatchInfo) bool, error) {
 	case lw == "v" || lw == "violations":
 		return func(r *cassette.Record, m MatchInfo) bool { return m.Violations || r.K == cassette.KindViolation }, nil
 	case lw == "chunk" || lw == "chunks" || lw == "-chunks":
-		return func(r *cassette.Record, _ MatchInfo) bool { return IsChunk(r) }, nil
+		return func(r *cassette.Record, m MatchInfo) bool { return IsChunk(m.Protocol, r) }, nil
 	case lw == "-aux" || lw == "aux":
 		return func(r *cassette.Record, _ MatchInfo) bool {
 			return r.K != cassette.KindFrame && r.K != cassette.KindViolation
@@ -182,7 +183,7 @@ func parseTerm(w, lw string) (func(*cassette.Record, MatchInfo) bool, error) {
 		}, nil
 	case lw == "err" || lw == "error" || lw == "errors":
 		return func(r *cassette.Record, m MatchInfo) bool {
-			return m.Violations || r.K == cassette.KindViolation || IsError(r)
+			return m.Violations || r.K == cassette.KindViolation || IsError(m.Protocol, r)
 		}, nil
 	case strings.HasPrefix(lw, "slow>"):
 		d, err := time.ParseDuration(w[5:])
@@ -237,7 +238,7 @@ func dirTest(d cassette.Dir) func(*cassette.Record, MatchInfo) bool {
 // (protocol.Failed: a JSON-RPC error, an MCP tool result with isError, a
 // success:false response, a synaps error event, a failed tool event), or
 // one that is not valid for its protocol.
-func IsError(r *cassette.Record) bool {
+func IsError(proto string, r *cassette.Record) bool {
 	if r.K != cassette.KindFrame {
 		return false
 	}
@@ -245,7 +246,7 @@ func IsError(r *cassette.Record) bool {
 		return true
 	}
 	info := protocol.Info{Kind: protocol.Kind(r.Kind), Method: r.Method, ID: string(r.ID)}
-	return protocol.Failed(protocol.DirOf(string(r.D)), info, r.JSON)
+	return protocol.Failed(proto, protocol.DirOf(string(r.D)), info, r.JSON)
 }
 
 // NeedsAnalysis reports whether the filter asks what the analysis finds
@@ -306,7 +307,7 @@ func (f *Filter) Match(r *cassette.Record, m MatchInfo) bool {
 			return false
 		}
 	}
-	if f.HideChunks && IsChunk(r) {
+	if f.HideChunks && IsChunk(m.Protocol, r) {
 		return false
 	}
 	if len(f.Text) > 0 || f.Regex != nil {
@@ -441,12 +442,13 @@ func InterceptMark(r *cassette.Record) string {
 	return "[held]"
 }
 
-// IsChunk reports whether a frame is one piece of a streamed answer
-// (protocol.IsChunk: ACP message/thought chunks, synaps and pi
-// message_update, opi MessageUpdate, MCP progress notifications).
-func IsChunk(r *cassette.Record) bool {
+// IsChunk reports whether a frame of a session in protocol proto is one
+// piece of a streamed answer (protocol.IsChunk: ACP message/thought chunks,
+// synaps and pi message_update, opi MessageUpdate, MCP progress
+// notifications).
+func IsChunk(proto string, r *cassette.Record) bool {
 	if r.K != cassette.KindFrame || r.JSON == nil {
 		return false
 	}
-	return protocol.IsChunk(r.Method, r.JSON)
+	return protocol.IsChunk(proto, r.Method, r.JSON)
 }

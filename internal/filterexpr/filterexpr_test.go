@@ -57,6 +57,7 @@ func TestMatchFrames(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", c.expr, err)
 		}
+		c.m.Protocol = "mcp" // an isError result is a failure the MCP way
 		if got := f.Match(&c.r, c.m); got != c.want {
 			t.Errorf("%q on %s (method %q): %v, want %v", c.expr, c.r.Payload(), c.m.Method, got, c.want)
 		}

@@ -7,7 +7,9 @@
 // untouched), so a framing mistake can cost a recording its message
 // boundaries but never change what the parent and child see. Every byte fed
 // comes back out exactly once, in order, as a header block, a payload or a
-// line ending, so the recorded stream can be written back byte for byte.
+// line ending, so the recorded stream can be written back byte for byte;
+// the one exception is a loss (Splitter.Lost): the messages the lost bytes
+// cut are dropped and counted, never joined across the loss.
 //
 // Memory is bounded: a Splitter holds at most its limit of payload bytes
 // plus one header block (at most MaxHeader bytes); longer messages come out

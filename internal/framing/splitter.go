@@ -42,6 +42,16 @@ type Splitter struct {
 	need     int64
 	inBody   bool
 	sentPart bool
+
+	// partOut: a part of the line being held was emitted already (lines).
+	partOut bool
+	// resync: bytes were lost (Lost) and the stream does not resume at a
+	// message boundary: the bytes up to the next one are the rest of a
+	// message whose start is gone, and Skip passes over them. For a
+	// Content-Length body whose rest is known, skipBody counts the bytes
+	// still to skip; -1 means look for the next "Content-Length:".
+	resync   bool
+	skipBody int64
 }
 
 // NewSplitter returns a splitter for mode that holds messages up to max
@@ -60,6 +70,10 @@ func (s *Splitter) Reset(mode Mode, max int) {
 	*s = Splitter{mode: mode, max: max, buf: s.buf[:0]}
 }
 
+// Resyncing reports whether the splitter, after Lost, is passing over the
+// rest of a message the lost bytes cut (see Skip).
+func (s *Splitter) Resyncing() bool { return s.resync }
+
 // Mode is the stream's framing: what it was made with, or what Auto decided
 // (Auto until enough bytes arrived).
 func (s *Splitter) Mode() Mode { return s.mode }
@@ -71,6 +85,13 @@ func (s *Splitter) Pending() int { return len(s.buf) }
 // part of an over-long one. Bytes of an incomplete message are kept for the
 // next call.
 func (s *Splitter) Feed(data []byte, emit Func) {
+	if s.resync {
+		// Callers that record what is skipped call Skip first.
+		data = data[s.Skip(data):]
+		if len(data) == 0 {
+			return
+		}
+	}
 	if s.mode == Auto {
 		s.buf = append(s.buf, data...)
 		m, ok := Detect(s.buf)
@@ -116,25 +137,99 @@ func (s *Splitter) End(emit Func) {
 		s.emitHeld(emit, false)
 	}
 	s.buf = s.buf[:0]
-	s.inBody, s.hdrLen, s.need, s.sentPart = false, 0, 0, false
+	s.inBody, s.hdrLen, s.need, s.sentPart, s.partOut, s.resync = false, 0, 0, false, false, false
 	if cap(s.buf) > keepBuf {
 		s.buf = nil
 	}
 }
 
-// Lost tells the splitter that bytes of the stream were lost (the recorder
-// could not keep up in lossy mode): what is held is emitted as a part (its
-// rest is among the lost bytes), and a Content-Length stream looks for the
-// next header.
-func (s *Splitter) Lost(emit Func) {
+// Lost tells the splitter that n bytes of the stream were lost right here
+// (the recorder could not keep up in lossy mode). boundary says the lost
+// bytes ended a message, when the caller knows (for lines: their last byte
+// was a newline).
+//
+// A message is never joined across lost bytes. The start of a message held
+// when they were lost is dropped, and its length returned, so the caller
+// counts it with the lost bytes; only when parts of that message went out
+// already (a message longer than the splitter holds whole) is the held rest
+// emitted, as the message's last record, cut short. After the loss, the
+// splitter passes over the rest of the message the lost bytes cut (Skip),
+// and resumes at the next message: the next line, or the next
+// Content-Length header (a body whose rest is known to follow the lost
+// bytes is skipped by its length).
+func (s *Splitter) Lost(n int64, boundary bool, emit Func) (dropped int) {
+	s.skipBody = -1
 	switch {
 	case s.mode == ContentLength && s.inBody:
-		s.emitBody(emit, true)
-	case len(s.buf) > 0:
-		s.emitHeld(emit, true)
+		start := 0
+		if !s.sentPart {
+			start = s.hdrLen
+		}
+		if rest := s.need - int64(len(s.buf)-start); n < rest {
+			s.skipBody = rest - n // the body goes on after the lost bytes
+		}
+		if s.sentPart {
+			s.emitBody(emit, false)
+		} else {
+			dropped = len(s.buf)
+		}
+		s.resync = true
+	case s.mode == ContentLength:
+		// A header block, or out-of-sync bytes, cut: look for the next header.
+		dropped = len(s.buf)
+		s.resync = true
+	default:
+		if s.partOut && len(s.buf) > 0 {
+			s.emitHeld(emit, false)
+		} else {
+			dropped = len(s.buf)
+		}
+		s.resync = !boundary
 	}
 	s.buf = s.buf[:0]
-	s.inBody, s.hdrLen, s.need, s.sentPart = false, 0, 0, false
+	s.inBody, s.hdrLen, s.need, s.sentPart, s.partOut = false, 0, 0, false, false
+	return dropped
+}
+
+// Skip passes over the start of data that belongs to the message lost bytes
+// cut (see Lost), and returns how many bytes that is; 0 when the splitter is
+// not resyncing. Feed calls it itself; a caller that records the skipped
+// bytes calls it before Feed.
+func (s *Splitter) Skip(data []byte) int {
+	if !s.resync {
+		return 0
+	}
+	if s.mode != ContentLength {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			return len(data)
+		}
+		s.resync = false
+		return i + 1
+	}
+	if s.skipBody >= 0 {
+		k := int(min(int64(len(data)), s.skipBody))
+		s.skipBody -= int64(k)
+		s.resync = s.skipBody > 0
+		return k
+	}
+	if i := IndexContentLength(data); i >= 0 {
+		s.resync = false
+		return i
+	}
+	// No header in data: skip it but for an end that may be the start of
+	// one ("Content-Le"), which Feed then holds like any header start.
+	keep := 0
+	for k := min(len(data), len(clKey)-1); k > 0; k-- {
+		if bytes.EqualFold(data[len(data)-k:], []byte(clKey[:k])) {
+			keep = k
+			break
+		}
+	}
+	if keep > 0 {
+		s.resync = false
+	}
+	return len(data) - keep
 }
 
 // emitHeld emits what buf holds as records of at most max bytes, the last
@@ -187,6 +282,7 @@ func (s *Splitter) feedLines(data []byte, emit Func) {
 		s.buf = append(s.buf, '\n')
 		emitLine(s.buf, emit)
 		s.buf = s.buf[:0]
+		s.partOut = false
 	}
 	if cap(s.buf) > keepBuf && len(s.buf) == 0 {
 		s.buf = nil // do not keep a 16 MiB buffer around after one big line
@@ -204,6 +300,7 @@ func (s *Splitter) holdLine(data []byte, emit Func) {
 		}
 		cut := partCut(s.buf[:s.max], true)
 		emit(nil, s.buf[:cut], "", true)
+		s.partOut = true
 		rest := copy(s.buf, s.buf[cut:])
 		s.buf = s.buf[:rest]
 	}

@@ -229,20 +229,89 @@ func TestContentLengthParts(t *testing.T) {
 }
 
 // TestContentLengthEndAndLost: a body cut short by the end of the stream
-// keeps its header; lost bytes end the message as a part and the splitter
-// looks for the next header.
+// keeps its header. Lost bytes inside a body: the held start is dropped (and
+// counted), and the body's rest after the lost bytes is skipped by its
+// length, so no message is joined across the loss.
 func TestContentLengthEndAndLost(t *testing.T) {
 	s := NewSplitter(ContentLength, 0)
 	var got []msg
 	emit := func(h, p []byte, eol string, part bool) { got = append(got, msg{string(h), string(p), eol, part}) }
 	s.Feed([]byte("Content-Length: 10\r\n\r\n{\"a\":"), emit)
-	s.Lost(emit)
-	s.Feed([]byte("1}"+lsp("{}")+"Content-Length: 5\r\n\r\nab"), emit)
+	if d := s.Lost(3, false, emit); d != 27 {
+		t.Errorf("Lost dropped %d bytes, want the 27 held", d)
+	}
+	if n := s.Skip([]byte("1}" + lsp("{}"))); n != 2 {
+		t.Errorf("Skip passed %d bytes, want the body's last 2", n)
+	}
+	s.Feed([]byte(lsp("{}")+"Content-Length: 5\r\n\r\nab"), emit)
 	s.End(emit)
-	want := []msg{{"Content-Length: 10\r\n\r\n", `{"a":`, "", true}, {"", `1}`, "", false},
-		{"Content-Length: 2\r\n\r\n", "{}", "", false}, {"Content-Length: 5\r\n\r\n", "ab", "", false}}
+	want := []msg{{"Content-Length: 2\r\n\r\n", "{}", "", false}, {"Content-Length: 5\r\n\r\n", "ab", "", false}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("got  %v\nwant %v", got, want)
+	}
+}
+
+// Issue 20 item 7: the splitter never joins bytes across lost bytes into a
+// message. Each case feeds before, loses n bytes, feeds after; every byte
+// fed is either emitted or counted as dropped or skipped.
+func TestLostNeverJoins(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		mode          Mode
+		max           int
+		before, after string
+		n             int64
+		boundary      bool
+		want          []msg
+		dropped       int
+		skipped       int
+	}{
+		{name: "line cut on both sides", mode: Lines, before: "{\"a\":1}\n{\"b\"", n: 40,
+			after: ":2}\n{\"c\":3}\n", want: []msg{{"", `{"a":1}`, "\n", false}, {"", `{"c":3}`, "\n", false}},
+			dropped: 4, skipped: 4},
+		{name: "loss ends at a newline", mode: Lines, before: "{\"a\":1}\n{\"b\"", n: 40, boundary: true,
+			after: "{\"c\":3}\n", want: []msg{{"", `{"a":1}`, "\n", false}, {"", `{"c":3}`, "\n", false}}, dropped: 4},
+		{name: "loss after a whole line", mode: Lines, before: "{\"a\":1}\n", n: 40,
+			after: "2}\n{\"c\":3}\n", want: []msg{{"", `{"a":1}`, "\n", false}, {"", `{"c":3}`, "\n", false}}, skipped: 3},
+		{name: "rest spans chunks", mode: Lines, before: "{\"b\"", n: 1, after: "xxxxxxxxxx",
+			want: nil, dropped: 4, skipped: 10},
+		{name: "over-long line cut", mode: Lines, max: 8, before: "0123456789ab", n: 5, after: "cd\n{}\n",
+			want: []msg{{"", "01234567", "", true}, {"", "89ab", "", false}, {"", "{}", "\n", false}}, skipped: 3},
+		{name: "body cut, rest unknown", mode: ContentLength, before: "Content-Length: 10\r\n\r\n{\"a\":", n: 50,
+			after: "zz" + lsp("{}"), want: []msg{{"Content-Length: 2\r\n\r\n", "{}", "", false}}, dropped: 27, skipped: 2},
+		{name: "header cut", mode: ContentLength, before: lsp("{}") + "Content-Len", n: 9,
+			after: "\r\n{}" + lsp("[]"), want: []msg{{"Content-Length: 2\r\n\r\n", "{}", "", false}, {"Content-Length: 2\r\n\r\n", "[]", "", false}},
+			dropped: 11, skipped: 4},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := NewSplitter(c.mode, c.max)
+			var got []msg
+			emit := func(h, p []byte, eol string, part bool) { got = append(got, msg{string(h), string(p), eol, part}) }
+			s.Feed([]byte(c.before), emit)
+			dropped := s.Lost(c.n, c.boundary, emit)
+			after := []byte(c.after)
+			skipped := 0
+			for len(after) > 0 { // one byte at a time: the rest may span reads
+				k := s.Skip(after[:1])
+				skipped += k
+				if k == 0 {
+					break
+				}
+				after = after[1:]
+			}
+			s.Feed(after, emit)
+			s.End(emit)
+			if fmt.Sprint(got) != fmt.Sprint(c.want) || dropped != c.dropped || skipped != c.skipped {
+				t.Fatalf("got  %v dropped %d skipped %d\nwant %v dropped %d skipped %d", got, dropped, skipped, c.want, c.dropped, c.skipped)
+			}
+			var out int
+			for _, m := range got {
+				out += len(m.hdr) + len(m.payload) + len(m.eol)
+			}
+			if in := len(c.before) + len(c.after); out+dropped+skipped != in {
+				t.Errorf("%d emitted + %d dropped + %d skipped bytes, %d fed", out, dropped, skipped, in)
+			}
+		})
 	}
 }
 
@@ -343,4 +412,53 @@ func TestContentLengthEveryOffset(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzSplitterLost: chunks of a stream are lost at random (Lost, never
+// fed). Every byte is emitted, dropped, skipped or lost exactly once, and
+// every whole line emitted is a line of the stream: none joins bytes from
+// both sides of a loss.
+func FuzzSplitterLost(f *testing.F) {
+	f.Add([]byte("{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n"), []byte{5, 9, 3}, uint16(0b010), uint8(1))
+	f.Add([]byte("aaaa\nbbbb\ncccc\ndddd\n"), []byte{3, 3, 3, 3, 3, 3}, uint16(0b1010), uint8(0))
+	f.Add([]byte("x\r\ny\r\nz"), []byte{2}, uint16(0b01), uint8(1))
+	f.Add([]byte(lsp(`{"id":1}`)+lsp(`{"id":2}`)+lsp(`{"id":3}`)), []byte{7, 11}, uint16(0b0100), uint8(2))
+	f.Add([]byte("Content-Length: 2\r\n\r\n{}Content-Length: 2\r\n\r\n[]"), []byte{10, 14}, uint16(0b10), uint8(2))
+	f.Fuzz(func(t *testing.T, data, cuts []byte, lostMask uint16, modeSel uint8) {
+		mode := Mode(modeSel % 3)
+		s := NewSplitter(mode, 0)
+		var out int
+		whole := []byte("\n" + string(data))
+		emit := func(hdr, p []byte, eol string, part bool) {
+			out += len(hdr) + len(p) + len(eol)
+			if s.Mode() == Lines && (eol == "\n" || eol == "\r\n") && hdr == nil {
+				line := append(append([]byte{'\n'}, p...), eol...)
+				if !bytes.Contains(whole, line) {
+					t.Fatalf("emitted %q, which is no line of the stream", line[1:])
+				}
+			}
+		}
+		var dropped, skipped, lost int
+		rest := data
+		for i := 0; len(rest) > 0; i++ {
+			n := len(rest)
+			if len(cuts) > 0 {
+				n = min(int(cuts[i%len(cuts)])+1, len(rest))
+			}
+			chunk := rest[:n]
+			rest = rest[n:]
+			if i < 16 && lostMask&(1<<i) != 0 {
+				lost += n
+				dropped += s.Lost(int64(n), chunk[n-1] == '\n', emit)
+				continue
+			}
+			k := s.Skip(chunk)
+			skipped += k
+			s.Feed(chunk[k:], emit)
+		}
+		s.End(emit)
+		if out+dropped+skipped+lost != len(data) {
+			t.Fatalf("%d emitted + %d dropped + %d skipped + %d lost, %d fed", out, dropped, skipped, lost, len(data))
+		}
+	})
 }

@@ -187,7 +187,7 @@ func (w *Writer) frame(hdr, payload []byte, eol string, part bool) {
 		return
 	}
 	r := filterexpr.Frame(w.dir, payload, string(info.Kind), info.Method, info.ID)
-	mi := filterexpr.MatchInfo{Method: method}
+	mi := filterexpr.MatchInfo{Method: method, Protocol: w.s.Protocol()}
 	var rewritten *tap.Event
 	if len(w.s.opt.Rewrite) > 0 {
 		if out, ch := w.s.opt.Rewrite.Apply(&r, mi); ch != nil {

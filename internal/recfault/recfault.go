@@ -157,7 +157,7 @@ func (w *Writer) line(line []byte) error {
 		if r.Method != "" && r.Method != method || r.Kind != "" && r.Kind != kind || r.Frame > 0 && r.Frame != w.frames {
 			continue
 		}
-		if !r.MatchFrame(cassette.DirOut, body, kind, method, string(e.ID)) {
+		if !r.MatchFrame("", cassette.DirOut, body, kind, method, string(e.ID)) {
 			continue
 		}
 		limit := r.Times

@@ -54,8 +54,11 @@
 //     then takes the pipe's mutex only to clear its tail.
 //
 // Observe holds one pipe's mutex while it writes (waiting for room in
-// lossless mode); Event holds the ctl pipe's; lossy gaps take the gap mutex,
-// then the ctl pipe's, always in that order. No path takes two pipe mutexes.
+// lossless mode); Event holds the ctl pipe's; a lossy gap is queued under
+// the data pipe's mutex, then the gap mutex (addGap), and sent under the
+// gap mutex, then the ctl pipe's (sendGaps), always in that order; the ctl
+// pipe never waits for room while a data pipe's mutex is held (lossy writes
+// do not wait), and no path takes two data pipes' mutexes.
 //
 // The sink process (SinkMain) runs a Recorder plus four pipe reader
 // goroutines (sinkReader), one per pipe, which block on their pipe (idle) or

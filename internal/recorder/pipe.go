@@ -45,7 +45,8 @@ type PipeObserver struct {
 
 	gapMu   sync.Mutex
 	pendGap []msgHeader // lossy gaps that did not fit into ctl yet (bounded)
-	lostGap int64       // gap bytes beyond pendGap's bound, not yet reported
+
+	overflowed atomic.Uint64 // gaps that found pendGap full (tests)
 
 	sink   *sinkProc  // nil for an observer over plain pipes (tests)
 	result SinkResult // set by Close
@@ -67,6 +68,10 @@ type wirePipe struct {
 	closed   bool
 	tail     []byte        // lossy: the rest of a partly written message
 	tailDone chan struct{} // closed when the tail writer finished
+	// lost (lossy): per connection, bytes dropped on this stream once
+	// pendGap was full; they ride on the connection's next chunk here
+	// (msgHeader.lost), or go to ctl at the end.
+	lost map[uint32]lostRun
 
 	// The state of the write in progress, kept here (under mu) rather than
 	// captured by a closure, so that a write allocates nothing: a closure
@@ -94,6 +99,17 @@ func newWirePipe(f *os.File) (*wirePipe, error) {
 }
 
 var errNoRoom = errors.New("no room in the pipe")
+
+// lostRun is a run of dropped chunks of one stream and connection that no
+// gap message reports yet.
+type lostRun struct {
+	bytes    uint64
+	t        int64 // when the first of them was read
+	boundary bool  // the last of them ended with a newline
+}
+
+// maxPendGap bounds the lossy gaps waiting for room in the ctl pipe.
+const maxPendGap = 4096
 
 // write sends header+payload with one writev (more only when the pipe takes
 // part of it). With wait=false (lossy) it never waits: errNoRoom when the
@@ -226,6 +242,16 @@ func (p *wirePipe) close() {
 
 // Observe writes the chunk to the sink (see the type's documentation for
 // when it blocks).
+//
+// Lossy mode: a chunk that finds no room is dropped, and the gap goes to
+// the sink on the ctl pipe with its Seq (addGap). When more than maxPendGap
+// gaps already wait for room there, the dropped bytes are counted per
+// stream and connection instead (wirePipe.lost), and the next chunk of that
+// stream and connection carries the count in its header, so the sink
+// records the gap on the stream it happened on, with its exact size, right
+// where the bytes went missing; from then on, drops of that stream and
+// connection join the count until a chunk carried it, so gaps stay in
+// order. Lock order: the data pipe's mutex, then gapMu, then ctl's.
 func (o *PipeObserver) Observe(c tap.Chunk) {
 	if o.dead.Load() {
 		return
@@ -239,7 +265,41 @@ func (o *PipeObserver) Observe(c tap.Chunk) {
 	p := o.data[c.Stream%3]
 	h := msgHeader{typ: msgChunk, stream: uint8(c.Stream % 3), conn: uint32(c.Conn), seq: c.Seq, t: c.T, events: o.events.Load()}
 	p.mu.Lock()
+	var run lostRun
+	if o.lossy {
+		run = p.lost[h.conn]
+	}
+	if run.bytes > 0 {
+		h.lost = run.bytes
+		if run.boundary {
+			h.flags = flagBoundary
+		}
+	}
 	err := p.write(&h, c.Data, !o.lossy)
+	switch {
+	case err == nil:
+		if run.bytes > 0 {
+			delete(p.lost, h.conn)
+		}
+	case errors.Is(err, errNoRoom):
+		boundary := len(c.Data) > 0 && c.Data[len(c.Data)-1] == '\n'
+		g := msgHeader{typ: msgGap, stream: h.stream, conn: h.conn, seq: h.seq, t: h.t}
+		if boundary {
+			g.flags = flagBoundary
+		}
+		if run.bytes > 0 || !o.addGap(g, int64(len(c.Data))) {
+			if run.bytes == 0 {
+				run.t = c.T
+			}
+			run.bytes += uint64(len(c.Data))
+			run.boundary = boundary
+			if p.lost == nil {
+				p.lost = map[uint32]lostRun{}
+			}
+			p.lost[h.conn] = run
+			o.overflowed.Add(1)
+		}
+	}
 	p.mu.Unlock()
 	switch {
 	case err == nil:
@@ -247,23 +307,23 @@ func (o *PipeObserver) Observe(c tap.Chunk) {
 			o.sendGaps(false)
 		}
 	case errors.Is(err, errNoRoom):
-		o.addGap(msgHeader{typ: msgGap, stream: h.stream, conn: h.conn, seq: h.seq, t: h.t}, int64(len(c.Data)))
+		o.sendGaps(false)
 	default:
 		o.gone()
 	}
 }
 
-// addGap remembers a dropped chunk and tries to report it at once.
-func (o *PipeObserver) addGap(h msgHeader, n int64) {
+// addGap queues the gap message for a dropped chunk of n bytes; false when
+// maxPendGap gaps wait already.
+func (o *PipeObserver) addGap(h msgHeader, n int64) bool {
 	o.gapMu.Lock()
-	if len(o.pendGap) < 4096 {
-		h.length = uint32(n) // stashed here until sent; see sendGaps
-		o.pendGap = append(o.pendGap, h)
-	} else {
-		o.lostGap += n
+	defer o.gapMu.Unlock()
+	if len(o.pendGap) >= maxPendGap {
+		return false
 	}
-	o.gapMu.Unlock()
-	o.sendGaps(false)
+	h.length = uint32(n) // stashed here until sent; see sendGaps
+	o.pendGap = append(o.pendGap, h)
+	return true
 }
 
 // sendGaps writes pending gap messages to the ctl pipe, waiting for room
@@ -271,7 +331,7 @@ func (o *PipeObserver) addGap(h msgHeader, n int64) {
 func (o *PipeObserver) sendGaps(wait bool) {
 	o.gapMu.Lock()
 	defer o.gapMu.Unlock()
-	if len(o.pendGap) == 0 && o.lostGap == 0 {
+	if len(o.pendGap) == 0 {
 		return
 	}
 	var b [8]byte
@@ -286,14 +346,30 @@ func (o *PipeObserver) sendGaps(wait bool) {
 		o.pendGap = o.pendGap[1:]
 	}
 	o.pendGap = nil
-	if o.lostGap > 0 {
-		// Gaps past the bound lose their Seq: reported as one gap of the
-		// stdout stream at the latest time (the sink's hold bound covers
-		// the holes they leave).
-		binary.LittleEndian.PutUint64(b[:], uint64(o.lostGap))
-		h := msgHeader{typ: msgGap, stream: uint8(tap.Stdout)}
-		if o.ctl.write(&h, b[:], wait) == nil {
-			o.lostGap = 0
+}
+
+// sendLost sends, at the end, the dropped bytes no chunk carried (see
+// Observe) as gaps recorded after every chunk observed.
+func (o *PipeObserver) sendLost() {
+	var b [8]byte
+	for i, p := range o.data {
+		p.mu.Lock()
+		runs := p.lost
+		p.lost = nil
+		p.mu.Unlock()
+		stream := uint8(i)
+		for conn, run := range runs {
+			h := msgHeader{typ: msgGap, stream: stream, conn: conn, seq: o.maxSeq.Load(), t: run.t, flags: flagAfter}
+			if run.boundary {
+				h.flags |= flagBoundary
+			}
+			binary.LittleEndian.PutUint64(b[:], run.bytes)
+			o.ctl.mu.Lock()
+			err := o.ctl.write(&h, b[:], true)
+			o.ctl.mu.Unlock()
+			if err != nil {
+				return
+			}
 		}
 	}
 }
@@ -347,6 +423,7 @@ func (o *PipeObserver) gone() { o.dead.Store(true) }
 func (o *PipeObserver) closePipes() {
 	if !o.dead.Load() {
 		o.sendGaps(true)
+		o.sendLost()
 	}
 	for _, p := range o.data {
 		p.close()

@@ -81,6 +81,8 @@ type Options struct {
 	yieldSmall bool
 	// validatorHook, in tests, replaces the protocol Session's Frame.
 	validatorHook func(conn int, n uint64, dir protocol.Dir, frame []byte) []protocol.Violation
+	// validatorWait, in tests, runs before the validator takes each job.
+	validatorWait func()
 }
 
 // RedactOptions configure redaction.
@@ -136,6 +138,7 @@ type Recorder struct {
 	maxSeq  atomic.Uint64            // highest Seq handed to Observe
 	failed  atomic.Bool              // the cassette Writer failed: drop everything
 	valPend atomic.Int64             // bytes queued for the validator
+	valCut  atomic.Uint64            // the record at which validation stopped (0: it did not)
 	closing sync.Once                //
 	closeEr error                    // Close's result, set by the writer goroutine
 	warned  sync.Map                 // trouble kind -> struct{}: warn once each
@@ -207,12 +210,21 @@ type item struct {
 	ev     tap.Event
 	after  uint64 // events: the highest Seq observed before the event
 	bytes  int64  // gaps
+	// boundary: the gap's bytes ended a message (their last byte was a
+	// newline), so the stream resumes at a message (framing.Splitter.Lost).
+	boundary bool
+	// lost, for a chunk: bytes of its stream and connection dropped just
+	// before it that no gap item stands for (the sink's overflowed gaps);
+	// lostBoundary as boundary for them.
+	lost         int64
+	lostBoundary bool
 }
 
 type connState struct {
 	split   [3]framing.Splitter
 	lastT   [3]int64             // T of each stream's latest chunk
 	partHdr [3]string            // header block of a Content-Length message being recorded in parts
+	skipped [3]int64             // bytes passed over after a gap (the rest of the message it cut), not yet in a gap record
 	pending [2]map[string]string // per direction: request id -> method, awaiting a response from the other side
 	// mark is an intercept event that marks the next frame of its stream
 	// (the tap tells it just before it forwards the frame): the frame is
@@ -360,7 +372,8 @@ func (r *Recorder) enqueue(it item) {
 
 // dropChunk records that a chunk was forwarded but not recorded (lossy).
 func (r *Recorder) dropChunk(it item) {
-	g := item{kind: itemGap, conn: it.conn, stream: it.stream, seq: it.seq, t: it.t, bytes: int64(len(it.data))}
+	g := item{kind: itemGap, conn: it.conn, stream: it.stream, seq: it.seq, t: it.t, bytes: int64(len(it.data)),
+		boundary: len(it.data) > 0 && it.data[len(it.data)-1] == '\n'}
 	r.release(&it)
 	r.gapMu.Lock()
 	r.gaps = append(r.gaps, g)
@@ -383,8 +396,13 @@ func (r *Recorder) Event(e tap.Event) {
 }
 
 func (r *Recorder) enqueueEvent(e tap.Event, after uint64) {
+	r.enqueueItem(item{kind: itemEvent, ev: e, after: after, t: e.T, conn: e.Conn})
+}
+
+// enqueueItem queues an event item (waiting for room, never dropped).
+func (r *Recorder) enqueueItem(it item) {
 	select {
-	case r.in <- item{kind: itemEvent, ev: e, after: after, t: e.T, conn: e.Conn}:
+	case r.in <- it:
 	case <-r.done:
 	}
 }
@@ -638,6 +656,7 @@ func (r *Recorder) finish() {
 func (r *Recorder) endStreams(conn int, cs *connState) {
 	for s := range cs.split {
 		stream := tap.Stream(s)
+		r.skippedGap(conn, cs, stream, cs.lastT[stream])
 		cs.split[s].End(func(h, p []byte, eol string, part bool) {
 			r.line(conn, stream, cs.lastT[stream], h, p, eol, part)
 		})
@@ -659,25 +678,64 @@ func (r *Recorder) write(it *item) {
 	case itemChunk:
 		cs := r.conn(it.conn)
 		r.lastT = it.t
-		cs.lastT[it.stream%3] = it.t
 		t, conn, stream := it.t, it.conn, it.stream
-		cs.split[stream%3].Feed(it.data, func(h, p []byte, eol string, part bool) {
+		if it.lost > 0 {
+			r.gap(conn, stream, t, it.lost, it.lostBoundary)
+		}
+		cs.lastT[stream%3] = it.t
+		sp := &cs.split[stream%3]
+		data := it.data
+		if sp.Resyncing() {
+			// The rest of a message a gap cut: counted, never a frame.
+			n := sp.Skip(data)
+			cs.skipped[stream%3] += int64(n)
+			data = data[n:]
+			if !sp.Resyncing() {
+				r.skippedGap(conn, cs, stream, t)
+			}
+		}
+		sp.Feed(data, func(h, p []byte, eol string, part bool) {
 			r.line(conn, stream, t, h, p, eol, part)
 		})
 	case itemGap:
-		cs := r.conn(it.conn)
-		// The pending start of a line continues in bytes that were lost.
-		t, conn, stream := it.t, it.conn, it.stream
-		cs.split[stream%3].Lost(func(h, p []byte, eol string, part bool) {
-			r.line(conn, stream, t, h, p, eol, part)
-		})
-		r.stats.Gaps++
-		r.newRecord(t, cassette.KindEvent, conn)
-		r.rec.Ev = cassette.EventGap
-		r.rec.D = dirOf(stream)
-		r.rec.Bytes = it.bytes
-		r.put()
+		r.gap(it.conn, it.stream, it.t, it.bytes, it.boundary)
 	case itemEvent:
 		r.event(it)
 	}
+}
+
+// gap records that n bytes of a stream were forwarded but not recorded. The
+// splitter drops the start of the message they cut (counted in the same gap
+// record) and passes over its rest after them (skippedGap), so no frame
+// joins bytes from both sides of the gap.
+func (r *Recorder) gap(conn int, stream tap.Stream, t int64, n int64, boundary bool) {
+	cs := r.conn(conn)
+	dropped := cs.split[stream%3].Lost(n, boundary, func(h, p []byte, eol string, part bool) {
+		r.line(conn, stream, cs.lastT[stream%3], h, p, eol, part)
+	})
+	n += int64(dropped) + cs.skipped[stream%3]
+	cs.skipped[stream%3] = 0
+	r.stats.Gaps++
+	r.newRecord(t, cassette.KindEvent, conn)
+	r.rec.Ev = cassette.EventGap
+	r.rec.D = dirOf(stream)
+	r.rec.Bytes = n
+	r.put()
+}
+
+// skippedGap records the bytes the splitter passed over after a gap (the
+// rest of the message the gap cut) as a gap of their own, at t, the time
+// the bytes that ended them were read.
+func (r *Recorder) skippedGap(conn int, cs *connState, stream tap.Stream, t int64) {
+	n := cs.skipped[stream%3]
+	if n == 0 {
+		return
+	}
+	cs.skipped[stream%3] = 0
+	r.stats.Gaps++
+	r.newRecord(t, cassette.KindEvent, conn)
+	r.rec.Ev = cassette.EventGap
+	r.rec.D = dirOf(stream)
+	r.rec.Bytes = n
+	r.put()
 }

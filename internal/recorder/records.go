@@ -335,7 +335,7 @@ func (r *Recorder) queueValidation(j valJob) {
 	}
 	r.validating = false
 	r.stopValidation(j.n, "recorder.validation-stopped", protocol.SevWarning,
-		fmt.Sprintf("validation stopped at record %d: the validator fell too far behind the traffic", j.n))
+		fmt.Sprintf("validation stopped at record %d: the validator fell too far behind the traffic; later frames and the end of the session were not judged (rpctap check judges them all)", j.n))
 }
 
 func (r *Recorder) stopValidation(ref uint64, code string, sev protocol.Severity, msg string) {
@@ -343,6 +343,9 @@ func (r *Recorder) stopValidation(ref uint64, code string, sev protocol.Severity
 		return
 	}
 	r.valStopped = true
+	// The validator ends the sessions still open as incomplete (see
+	// validate); it reads valCut after the job queue closed.
+	r.valCut.Store(max(ref, 1))
 	r.newRecord(r.putT, cassette.KindViolation, 0)
 	r.rec.Ref, r.rec.Code, r.rec.Severity, r.rec.Msg = ref, code, string(sev), msg
 	r.stats.Violations++
@@ -380,6 +383,9 @@ func (r *Recorder) validate() {
 	broken := false
 	send := func(res validationResult) { r.results <- res }
 	for j := range r.valQ {
+		if r.opts.validatorWait != nil {
+			r.opts.validatorWait()
+		}
 		r.valPend.Add(-int64(len(j.frame)))
 		if broken {
 			r.valFree(j)
@@ -397,7 +403,14 @@ func (r *Recorder) validate() {
 		}
 	}
 	if !broken {
+		// Sessions still open here lost frames to a validation stop (the
+		// connections that ended before it were ended by their end job,
+		// queued before the stop): no end-of-session findings for them.
+		cut := r.valCut.Load()
 		for _, s := range sessions {
+			if cut != 0 {
+				s.Stopped(cut)
+			}
 			v, perr := safeEnd(s)
 			if perr != "" {
 				send(validationResult{panic: perr})
@@ -500,7 +513,13 @@ func (r *Recorder) event(it *item) {
 		return
 	}
 	switch e.Kind {
+	case cassette.EventGap:
+		// A gap reported after the chunks (the sink's gaps that found no
+		// room before the end): as any gap.
+		r.gap(e.Conn, e.Stream, e.T, e.Bytes, it.boundary)
+		return
 	case cassette.EventStdinEOF:
+		r.skippedGap(e.Conn, cs, tap.Stdin, cs.lastT[tap.Stdin])
 		sp := &cs.split[tap.Stdin]
 		sp.End(func(h, p []byte, eol string, part bool) {
 			r.line(e.Conn, tap.Stdin, cs.lastT[tap.Stdin], h, p, eol, part)
@@ -534,10 +553,6 @@ func (r *Recorder) event(it *item) {
 	r.rec.Signal = e.Signal
 	r.rec.Msg = e.Msg
 	switch e.Kind {
-	case cassette.EventGap:
-		r.rec.D = dirOf(e.Stream)
-		r.rec.Bytes = e.Bytes
-		r.stats.Gaps++
 	case cassette.EventStdinEOF:
 		r.rec.D = cassette.DirIn
 	}

@@ -523,6 +523,10 @@ var (
 	gatherLight = int64(64 << 10)
 )
 
+// sinkMsgDelay, in tests, slows every pipe reader of the sink down by this
+// much per message (a sink that cannot keep up).
+var sinkMsgDelay time.Duration
+
 // sinkTestHook lets tests change the sink's Recorder options (a validator
 // that panics); nil outside tests.
 var sinkTestHook func(*Options)
@@ -584,6 +588,9 @@ func sinkReader(rec *Recorder, r *bufio.Reader, pipe *drainReader, gate *eventGa
 			pipe.pause()
 		}
 		err := readHeader(r, &h)
+		if sinkMsgDelay > 0 {
+			time.Sleep(sinkMsgDelay)
+		}
 		if err != nil {
 			if err != io.EOF {
 				n, _ := io.Copy(io.Discard, r)
@@ -595,7 +602,8 @@ func sinkReader(rec *Recorder, r *bufio.Reader, pipe *drainReader, gate *eventGa
 		}
 		switch h.typ {
 		case msgChunk:
-			it := item{kind: itemChunk, conn: int(h.conn), stream: tap.Stream(h.stream), seq: h.seq, t: h.t}
+			it := item{kind: itemChunk, conn: int(h.conn), stream: tap.Stream(h.stream), seq: h.seq, t: h.t,
+				lost: int64(h.lost), lostBoundary: h.flags&flagBoundary != 0}
 			if h.length <= poolBuf {
 				it.buf = rec.getBuf(int(h.length))
 				it.data = (*it.buf)[:h.length]
@@ -619,11 +627,13 @@ func sinkReader(rec *Recorder, r *bufio.Reader, pipe *drainReader, gate *eventGa
 				return
 			}
 			n := int64(binary.LittleEndian.Uint64(b[:]))
-			if h.seq == 0 {
-				rec.enqueueEvent(tap.Event{Kind: cassette.EventGap, T: h.t, Conn: int(h.conn), Stream: tap.Stream(h.stream), Bytes: n}, rec.maxSeq.Load())
+			boundary := h.flags&flagBoundary != 0
+			if h.flags&flagAfter != 0 {
+				e := tap.Event{Kind: cassette.EventGap, T: h.t, Conn: int(h.conn), Stream: tap.Stream(h.stream), Bytes: n}
+				rec.enqueueItem(item{kind: itemEvent, ev: e, after: h.seq, t: e.T, conn: e.Conn, boundary: boundary})
 				continue
 			}
-			rec.observeOwned(item{kind: itemGap, conn: int(h.conn), stream: tap.Stream(h.stream), seq: h.seq, t: h.t, bytes: n})
+			rec.observeOwned(item{kind: itemGap, conn: int(h.conn), stream: tap.Stream(h.stream), seq: h.seq, t: h.t, bytes: n, boundary: boundary})
 		case msgEvent:
 			payload := make([]byte, h.length)
 			if _, err := io.ReadFull(r, payload); err != nil {

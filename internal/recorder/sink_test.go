@@ -36,6 +36,9 @@ func TestMain(m *testing.M) {
 			signal.Ignore(syscall.SIGXFSZ)
 			unix.Setrlimit(unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: uint64(n), Max: uint64(n)})
 		}
+		if d, err := time.ParseDuration(os.Getenv("RPCTAP_TEST_SLOW_SINK")); err == nil {
+			sinkMsgDelay = d
+		}
 		if os.Getenv("RPCTAP_TEST_NOGATHER") != "" {
 			gatherDelay, gatherBusy = 0, 0
 		}
