@@ -671,3 +671,71 @@ func TestInterceptParentDiesWhileHeld(t *testing.T) {
 		t.Errorf("the child echoed %q", got)
 	}
 }
+
+// TestInterceptDAPInjectRenumbers: DAP numbers requests by seq. A request
+// injected toward the adapter (while the parent's stackTrace is held) gets
+// a seq above every seq the parent used; the parent's later requests are
+// renumbered above it on their way, and the adapter's responses come back
+// with the parent's own request_seq, so the parent's run is the same as
+// without rpctap. The injected request's answer is matched by request_seq
+// and taken off the wire. The cassette marks every renumbered frame with
+// its original, and verify drives the adapter with what it got.
+func TestInterceptDAPInjectRenumbers(t *testing.T) {
+	t.Parallel()
+	rp := rpctapPath(t)
+	peer := testpeers.Tool(t, "testpeer")
+	dir := t.TempDir()
+	direct := run(t, dir, "", peer, "dap-parent", peer, "dap-child")
+	if direct.code != 0 || !strings.Contains(direct.stdout, "stackTrace: success=true") {
+		t.Fatalf("the DAP pair without rpctap: exit %d\n%s%s", direct.code, direct.stdout, direct.stderr)
+	}
+	cas := filepath.Join(dir, "dap.cassette")
+	l := startLive(t, dir, "", nil, peer, "dap-parent", rp, "record", "--intercept", "--protocol", "dap", "-o", cas,
+		"--break", "dir:in & m=stackTrace", "--", peer, "dap-child")
+	sock := l.sock(t, cas)
+	n, _ := heldNumber(t, rp, sock)
+	ctl(t, rp, sock, "unbreak", "1")
+	req := filepath.Join(dir, "threads.json")
+	os.WriteFile(req, []byte(`{"seq":1,"type":"request","command":"threads"}`), 0o600)
+	out, code := ctl(t, rp, sock, "inject", "--to", "child", req)
+	// The adapter got seqs 1-5 (stackTrace, 6, is held): the injection is 6.
+	if code != 0 || !strings.Contains(out, `injected 1 id 6`) || !strings.Contains(out, `"request_seq":6`) || !strings.Contains(out, `"command":"threads"`) {
+		t.Fatalf("ctl inject: exit %d: %s", code, out)
+	}
+	if out, code := ctl(t, rp, sock, "forward", n); code != 0 {
+		t.Fatalf("ctl forward: %s", out)
+	}
+	l.wait(t, 60*time.Second)
+	if got := l.stdout(); got != direct.stdout {
+		t.Errorf("the parent's run with an injected request:\n%s\nwithout rpctap:\n%s", got, direct.stdout)
+	}
+	testpeers.WaitFinished(t, rp, cas, 30*time.Second)
+	recs, err := readCassette(cas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	renumbered := 0
+	for _, r := range recs {
+		if r.Ev == cassette.EventIntercept && strings.Contains(r.BP, "dap seq renumbering") && r.Orig != nil && recs[r.Ref].Icpt != "" {
+			renumbered++
+		}
+	}
+	// stackTrace (held when the injection went), evaluate, continue and
+	// disconnect, and their four responses.
+	if renumbered != 8 {
+		t.Errorf("%d renumbered frames marked, want 8", renumbered)
+	}
+	// check finds no error. (Known limit: it warns of the gap in the
+	// adapter's seqs where the taken answer was, and pairs the responses
+	// mapped back to the parent's numbering with the adapter's numbering
+	// of the requests: one "unanswered" warning; see docs/intercept.md.)
+	if code, out, errs := runMain("check", cas); code != ExitOK {
+		t.Errorf("check: exit %d\n%s%s", code, out, errs)
+	}
+	if v := run(t, dir, "", rp, "verify", cas, "--", peer, "dap-child"); v.code != 0 {
+		t.Errorf("verify against the adapter: exit %d\n%s%s", v.code, v.stdout, v.stderr)
+	}
+	if rep := run(t, dir, "", peer, "dap-parent", rp, "replay", "--speed", "0", cas); rep.stdout != direct.stdout {
+		t.Errorf("replay to the parent: exit %d\n%s%s", rep.code, rep.stdout, rep.stderr)
+	}
+}

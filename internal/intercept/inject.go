@@ -79,7 +79,7 @@ func (s *Session) Protocol() string {
 // intercepting reports whether direction d must be taken frame by frame: a
 // breakpoint is set, or an injected request awaits its answer from d.
 func (s *Session) intercepting(d cassette.Dir) bool {
-	if s.active() {
+	if s.active() || s.dapActive() {
 		return true
 	}
 	s.injMu.Lock()
@@ -126,10 +126,13 @@ func (s *Session) Inject(to cassette.Dir, payload []byte) (Injection, error) {
 	s.nextInj++
 	inj := Injection{N: s.nextInj, To: to}
 	s.injMu.Unlock()
-	if info.Kind == protocol.Request && info.ID != "" {
-		if proto.Name() == "dap" {
-			return Injection{}, fmt.Errorf("injecting DAP requests (numbered by seq) is not supported; inject an event instead")
+	if info.Kind == protocol.Request && info.ID != "" && proto.Name() == "dap" {
+		if to != cassette.DirIn {
+			return Injection{}, fmt.Errorf("a DAP request toward the parent (a reverse request) cannot be injected")
 		}
+		return s.injectDAP(w, p, inj)
+	}
+	if info.Kind == protocol.Request && info.ID != "" {
 		id := strconv.Quote("rpctap-" + strconv.Itoa(inj.N))
 		if p, err = setMember(p, "id", json.RawMessage(id)); err != nil {
 			return Injection{}, err
@@ -210,4 +213,38 @@ func setMember(b []byte, name string, v json.RawMessage) ([]byte, error) {
 	}
 	m[name] = v
 	return json.Marshal(m)
+}
+
+// injectDAP sends a DAP request toward the adapter with the next seq above
+// every seq the adapter got from the parent (see dapState). It must go out
+// at once, at a frame boundary, so that no frame of the parent's passes it
+// unrenumbered.
+func (s *Session) injectDAP(w *Writer, p []byte, inj Injection) (Injection, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return inj, w.err
+	}
+	if w.ahead > 0 || len(w.run) > 0 || len(w.queue) > 0 {
+		return inj, fmt.Errorf("the parent is in the middle of a frame; inject again")
+	}
+	seq := s.dapInjectSeq()
+	id := strconv.FormatInt(seq, 10)
+	p, err := setMember(p, "seq", json.RawMessage(id))
+	if err != nil {
+		return inj, err
+	}
+	inj.ID = id
+	s.injMu.Lock()
+	s.injected[string(cassette.DirIn)+" "+id] = inj.N
+	s.answerc[inj.N] = make(chan Answer, 1)
+	s.injMu.Unlock()
+	ev := tap.Event{Kind: cassette.EventIntercept, Stream: w.stream(), Action: string(ActInject),
+		Breakpoint: fmt.Sprintf("inject %d", inj.N)}
+	w.queue = append(w.queue, queued{w.framedLocked(p), &ev})
+	if err := w.flushQueue(); err != nil {
+		return inj, err
+	}
+	s.tell(fmt.Sprintf("injected frame %d toward the child (seq %s; the parent's later seqs are renumbered)", inj.N, id))
+	return inj, nil
 }

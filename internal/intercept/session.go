@@ -126,6 +126,8 @@ type Session struct {
 	det     *protocol.Detector
 	writers [2]*Writer
 
+	dap dapState // dap.go
+
 	injMu    sync.Mutex
 	nextInj  int
 	injected map[string]int // id -> injection number, per direction of the request: key dir+id

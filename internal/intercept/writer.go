@@ -163,6 +163,9 @@ func (w *Writer) follow(hdr, payload []byte, eol string, part bool) {
 		return
 	}
 	w.s.classify(w.pdir, payload)
+	if w.dir == cassette.DirIn && w.s.isDAP() {
+		w.s.dapParentFrame(payload) // offset 0 here: notes the parent's seq
+	}
 }
 
 // frame is the splitter's callback on the frame-by-frame path.
@@ -189,10 +192,35 @@ func (w *Writer) frame(hdr, payload []byte, eol string, part bool) {
 	r := filterexpr.Frame(w.dir, payload, string(info.Kind), info.Method, info.ID)
 	mi := filterexpr.MatchInfo{Method: method, Protocol: w.s.Protocol()}
 	var rewritten *tap.Event
+	if mi.Protocol == "dap" {
+		orig := append([]byte(nil), payload...)
+		var out []byte
+		var changed bool
+		if w.dir == cassette.DirOut {
+			// The parent's frames are renumbered when they are sent
+			// (dapSend), after any hold: an injection made while one is
+			// held goes out before it with a lower seq.
+			out, changed = w.s.dapChildFrame(payload)
+		}
+		if changed {
+			rewritten = &tap.Event{Kind: cassette.EventIntercept, Stream: w.stream(), Action: string(ActRewrite),
+				Breakpoint: "dap seq renumbering", Original: orig}
+			payload = out
+			if hdr != nil {
+				hdr = framing.WithLength(hdr, len(payload))
+			}
+			r.SetPayload(payload)
+		}
+	}
 	if len(w.s.opt.Rewrite) > 0 {
 		if out, ch := w.s.opt.Rewrite.Apply(&r, mi); ch != nil {
-			rewritten = &tap.Event{Kind: cassette.EventIntercept, Stream: w.stream(), Action: string(ActRewrite),
+			ev := &tap.Event{Kind: cassette.EventIntercept, Stream: w.stream(), Action: string(ActRewrite),
 				Breakpoint: strings.Join(ch.Rules, "; "), Original: ch.Original}
+			if rewritten != nil {
+				ev.Breakpoint = rewritten.Breakpoint + "; " + ev.Breakpoint
+				ev.Original = rewritten.Original
+			}
+			rewritten = ev
 			payload = out
 			if hdr != nil {
 				hdr = framing.WithLength(hdr, len(payload))
@@ -202,6 +230,7 @@ func (w *Writer) frame(hdr, payload []byte, eol string, part bool) {
 	}
 	bp := w.s.match(&r, mi)
 	if bp == nil {
+		hdr, payload, rewritten = w.dapSend(hdr, payload, rewritten)
 		if rewritten != nil {
 			w.flushRun()
 			w.s.note(*rewritten) // marks the frame that follows
@@ -249,9 +278,11 @@ func (w *Writer) frame(hdr, payload []byte, eol string, part bool) {
 			hdr = framing.WithLength(hdr, len(v.payload))
 		}
 		payload = v.payload
+		hdr, payload, _ = w.dapSend(hdr, payload, &ev)
 		w.s.note(ev)
 		w.appendFrame(hdr, payload, eol)
 	default:
+		hdr, payload, _ = w.dapSend(hdr, payload, &ev)
 		w.s.note(ev)
 		w.appendFrame(hdr, payload, eol)
 	}
@@ -263,6 +294,31 @@ func (w *Writer) frame(hdr, payload []byte, eol string, part bool) {
 		w.flushQueue()
 	}
 	w.s.tell(fmt.Sprintf("frame %d: %s after %s", h.N, v.act, held.Round(time.Millisecond)))
+}
+
+// dapSend renumbers a frame of the parent's in a DAP session once requests
+// were injected (see dapState), as it is sent; ev, the event that marks the
+// frame (nil: none yet), keeps the original and names the renumbering.
+func (w *Writer) dapSend(hdr, payload []byte, ev *tap.Event) ([]byte, []byte, *tap.Event) {
+	if w.dir != cassette.DirIn || !w.s.isDAP() {
+		return hdr, payload, ev
+	}
+	out, changed := w.s.dapParentFrame(payload)
+	if !changed {
+		return hdr, payload, ev
+	}
+	if ev == nil {
+		ev = &tap.Event{Kind: cassette.EventIntercept, Stream: w.stream(), Action: string(ActRewrite), Breakpoint: "dap seq renumbering"}
+	} else {
+		ev.Breakpoint += "; dap seq renumbering"
+	}
+	if ev.Original == nil {
+		ev.Original = append([]byte(nil), payload...)
+	}
+	if hdr != nil {
+		hdr = framing.WithLength(hdr, len(out))
+	}
+	return hdr, out, ev
 }
 
 func (w *Writer) appendFrame(hdr, payload []byte, eol string) {
