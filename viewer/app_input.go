@@ -2,12 +2,13 @@ package viewer
 
 import (
 	"fmt"
-	"os"
+	"io"
 	"strings"
 
 	"github.com/gdamore/tcell/v2"
 	"github.com/rivo/tview"
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/safefile"
 )
 
 // The bottom line's input (filter as you type, search, write) and the
@@ -151,7 +152,13 @@ func (a *App) writeFrame(path string) {
 	}
 	data := append([]byte(nil), Payload(&r)...)
 	data = append(data, '\n')
-	if err := os.WriteFile(path, data, 0o600); err != nil {
+	// The one way rpctap writes a file: a temporary file renamed over a
+	// regular one (the old file stays whole on failure), a device or FIFO
+	// written directly.
+	if err := safefile.Write(path, safefile.Options{}, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	}); err != nil {
 		a.msg = "write: " + err.Error()
 		return
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/safefile"
 	"github.com/rpctap/rpctap/protocol"
 )
 
@@ -203,8 +204,19 @@ func runAssertions(a *assertOptions, path string, rep *checkReport, stdio Stdio)
 			return Inputf("--write-baseline: %s has no tools/list or initialize answer to take a baseline from", path)
 		}
 		b, _ := json.MarshalIndent(baselineFile{Format: baselineFormat, Version: 1, Protocol: rep.Protocol, Items: facts.surface}, "", "  ")
-		if err := writeFileAtomic(a.WriteBaseline, append(b, '\n')); err != nil {
-			return fmt.Errorf("--write-baseline: %v", err)
+		b = append(b, '\n')
+		err := safefile.Write(a.WriteBaseline, safefile.Options{Perm: 0o644, Verify: func(tmp string) error {
+			back, err := os.ReadFile(tmp)
+			if err == nil && !bytes.Equal(back, b) {
+				err = errors.New("the file read back differs from what was written")
+			}
+			return err
+		}}, func(w io.Writer) error {
+			_, err := w.Write(b)
+			return err
+		})
+		if err != nil {
+			return writeFailed("check --write-baseline", err)
 		}
 		fmt.Fprintf(stdio.Err, "rpctap check: wrote the baseline %s (%d items)\n", a.WriteBaseline, len(facts.surface))
 	}
@@ -269,26 +281,6 @@ func compactJSON(b []byte) []byte {
 		return b
 	}
 	return buf.Bytes()
-}
-
-// writeFileAtomic writes b to path through a synced temporary file.
-func writeFileAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err = f.Write(b); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, path)
 }
 
 // writeCheckJUnit writes the reports as JUnit XML: one testsuite per

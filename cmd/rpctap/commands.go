@@ -31,6 +31,16 @@ type command struct {
 	Long    string // paragraphs shown by `rpctap CMD --help`
 	Example string // examples shown by `rpctap CMD --help`
 	Hidden  bool   // internal helpers (demo children) stay out of the list
+	// ChildArgs: the command runs a child command line (record, verify,
+	// shrink -- CMD). Its own flags come before its arguments, and
+	// everything from the first argument on is left alone (the child's
+	// flags are the child's). Other commands take files, and their flags
+	// may come after the files too.
+	ChildArgs bool
+	// Stream: stdout is a protocol stream to a parent (record, replay),
+	// which the command writes and judges itself. Every other command's
+	// stdout is a report, guarded: a failed write is exit 125 in one line.
+	Stream bool
 	// Flags defines the command's flags on fs and returns the function that
 	// runs it once fs has parsed the arguments. args are the positional
 	// arguments (everything after "--" included, without the "--").
@@ -77,24 +87,8 @@ func dispatch(args []string, stdio Stdio) error {
 		return Exit(ExitUsage)
 	}
 	switch args[0] {
-	case "-h", "--help", "help":
-		if len(args) > 1 && args[0] == "help" {
-			if args[1] == "exit-codes" {
-				writeExitCodes(stdio.Out)
-				return nil
-			}
-			c, ok := commands[args[1]]
-			if !ok {
-				return Usagef("unknown command %q", args[1])
-			}
-			writeCommandHelp(stdio.Out, c, newFlagSet(c))
-			return nil
-		}
-		writeTopHelp(stdio.Out)
-		return nil
-	case "-v", "--version", "version":
-		fmt.Fprintf(stdio.Out, "rpctap %s\n", Version)
-		return nil
+	case "-h", "--help", "help", "-v", "--version", "version":
+		return guarded(strings.TrimLeft(args[0], "-"), stdio, func(s Stdio) error { return dispatchHelp(args, s) })
 	}
 	c, ok := commands[args[0]]
 	if !ok {
@@ -107,18 +101,59 @@ func dispatch(args []string, stdio Stdio) error {
 	run := c.Flags(fs)
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
-			writeCommandHelp(stdio.Out, c, fs)
-			return nil
+			return guarded(c.Name, stdio, func(s Stdio) error { writeCommandHelp(s.Out, c, fs); return nil })
 		}
 		return Usagef("%s: %v", c.Name, err)
 	}
-	return run(fs.Args(), stdio)
+	if c.Stream {
+		return run(fs.Args(), stdio)
+	}
+	return guarded(c.Name, stdio, func(s Stdio) error { return run(fs.Args(), s) })
+}
+
+// guarded runs a command whose stdout is a report with that stdout behind
+// an outputGuard: when a write failed (a full disk, stdout on /dev/full, a
+// closed file), the report is lost whatever the command found, so the
+// result is exit 125 and one line saying so, instead of the command's own
+// verdict (a CI gate must never read "0" from an empty JUnit file).
+func guarded(name string, stdio Stdio, run func(Stdio) error) error {
+	g := &outputGuard{w: stdio.Out}
+	stdio.Out = g
+	err := run(stdio)
+	werr := g.failed()
+	if werr == nil {
+		return err
+	}
+	return fmt.Errorf("%s: cannot write the output: %v", name, werr)
+}
+
+// dispatchHelp runs rpctap help, --help and --version.
+func dispatchHelp(args []string, stdio Stdio) error {
+	switch args[0] {
+	case "-v", "--version", "version":
+		fmt.Fprintf(stdio.Out, "rpctap %s\n", Version)
+		return nil
+	}
+	if len(args) > 1 && args[0] == "help" {
+		if args[1] == "exit-codes" {
+			writeExitCodes(stdio.Out)
+			return nil
+		}
+		c, ok := commands[args[1]]
+		if !ok {
+			return Usagef("unknown command %q", args[1])
+		}
+		writeCommandHelp(stdio.Out, c, newFlagSet(c))
+		return nil
+	}
+	writeTopHelp(stdio.Out)
+	return nil
 }
 
 func newFlagSet(c *command) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("rpctap "+c.Name, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported once, by Main
-	fs.SetInterspersed(false)
+	fs.SetInterspersed(!c.ChildArgs)
 	fs.SortFlags = false
 	return fs
 }
@@ -138,8 +173,12 @@ Commands:
 		}
 	}
 	sort.Strings(names)
+	width := 0
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].Summary)
+		width = max(width, len(n))
+	}
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, n, commands[n].Summary)
 	}
 	fmt.Fprintf(w, `
 Flags:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rpctap/rpctap/cassette"
 	"github.com/rpctap/rpctap/internal/demo"
+	"github.com/rpctap/rpctap/internal/safefile"
 	"github.com/spf13/pflag"
 )
 
@@ -49,6 +50,7 @@ before pointing it at a real agent.`,
 	})
 	register(&command{
 		Name:    "demo-agent",
+		Stream:  true,
 		Hidden:  true,
 		Summary: "the bundled demo ACP agent (speaks on stdin/stdout)",
 		Usage:   "demo-agent [--delay D]",
@@ -60,10 +62,12 @@ before pointing it at a real agent.`,
 		},
 	})
 	register(&command{
-		Name:    "demo-client",
-		Hidden:  true,
-		Summary: "the bundled demo ACP client: runs CMD as its agent",
-		Usage:   "demo-client [--deny] -- CMD [ARGS...]",
+		Name:      "demo-client",
+		ChildArgs: true,
+		Stream:    true,
+		Hidden:    true,
+		Summary:   "the bundled demo ACP client: runs CMD as its agent",
+		Usage:     "demo-client [--deny] -- CMD [ARGS...]",
 		Flags: func(fs *pflag.FlagSet) func([]string, Stdio) error {
 			deny := fs.Bool("deny", false, "reject the permission request")
 			return func(args []string, stdio Stdio) error {
@@ -128,8 +132,10 @@ func runDemo(o *demoOptions, stdio Stdio) error {
 			return fmt.Errorf("demo: cannot replace %s: %w", o.Output, err)
 		}
 	}
-	if st, err := os.Stat(filepath.Dir(out)); err != nil || !st.IsDir() {
-		return Usagef("demo: cannot write %s: its directory does not exist", o.Output)
+	// A missing directory is created (0700), as record does for -o and
+	// --dir; one that cannot be is one line before anything runs.
+	if err := safefile.MkdirFor(out); err != nil {
+		return fmt.Errorf("demo: cannot write %s: %v", o.Output, err)
 	}
 	// Find out now, not after the session, whether the file can be made.
 	if f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err != nil {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/rpctap/rpctap/replay"
 	"github.com/spf13/pflag"
@@ -32,11 +31,6 @@ fields left out. Prints what changed, what only A has (-) and what only B has
 			fs.StringVar(&o.Format, "format", "text", "output: text or json")
 			o.define(fs, false)
 			return func(args []string, stdio Stdio) error {
-				for _, a := range args[min(1, len(args)):] {
-					if strings.HasPrefix(a, "-") && a != "-" {
-						return Usagef("diff: flags go before the cassettes: rpctap diff [flags] A B (got %s after them)", a)
-					}
-				}
 				if len(args) != 2 {
 					return Usagef("diff needs two cassettes (got %d)", len(args))
 				}

@@ -19,7 +19,7 @@ const (
 	ExitFindings = 1   // check found error-level violations, verify/diff found differences, replay --strict diverged
 	ExitUsage    = 2   // bad flags or arguments
 	ExitInput    = 4   // an input file is missing, unreadable, corrupt, foreign or from a newer rpctap; or damaged in the middle (after reading past the damage)
-	ExitInternal = 125 // rpctap itself failed (a bug, or the environment refused something it needs)
+	ExitInternal = 125 // rpctap itself failed (a bug, or the environment refused something it needs, such as a write)
 	ExitNoExec   = 126 // the child command exists but cannot be executed
 	ExitNotFound = 127 // the child command was not found
 )
@@ -36,9 +36,11 @@ record, replay   the child's exit status (or the recorded one); if the child
        replay --strict saw the parent diverge
   %3d  bad flags or arguments
   %3d  an input file is missing, unreadable, corrupt, foreign or too new;
-       also a cassette damaged in the middle: cat, check, replay, diff and
-       verify report each damaged range, use every other record, then fail
-  %3d  rpctap itself failed
+       also a cassette damaged in the middle: every command that reads one
+       reports each damaged range, uses every other record, then fails
+       (a cassette that merely ends early is one warning, not an error)
+  %3d  rpctap itself failed; also a write that failed (stdout on a full
+       disk or /dev/full, an -o file): the target is left as it was
   %3d  the child command cannot be executed
   %3d  the child command was not found
 `, ExitOK, ExitFindings, ExitUsage, ExitInput, ExitInternal, ExitNoExec, ExitNotFound)

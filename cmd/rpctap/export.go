@@ -5,13 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/rpctap/rpctap/internal/export"
 	"github.com/rpctap/rpctap/internal/redact"
+	"github.com/rpctap/rpctap/internal/safefile"
 	"github.com/rpctap/rpctap/replay"
 	"github.com/spf13/pflag"
 )
@@ -28,7 +29,7 @@ type exportOptions struct {
 func init() {
 	register(&command{
 		Name:    "export",
-		Summary: "write a cassette as HAR, a Chrome/Perfetto trace, or OpenTelemetry OTLP/JSON",
+		Summary: "write a cassette as HAR, a Chrome/Perfetto trace, OpenTelemetry OTLP/JSON or an HTML report",
 		Usage:   "export --format har|trace|otlp|html [flags] CASSETTE",
 		Long: `Writes the cassette's requests with their answers (and its notifications and
 events) in a format other tools open:
@@ -42,7 +43,13 @@ events) in a format other tools open:
           one's request and response, and the transcript
 Secrets are redacted as when recording (--redact KEY adds keys). The cassette
 is read once and streamed: memory stays bounded however large it is. Mappings:
-docs/export.md.`,
+docs/export.md.
+
+Flags by format: -o and --redact go with every format; --payloads and --send
+are otlp's only, and --send (spans to an endpoint) excludes -o. A flag that
+would do nothing with the format chosen is refused. -o writes through a
+temporary file renamed over a regular file (a missing directory is made);
+a FIFO or a device is written directly, a symlink written through.`,
 		Example: `  rpctap export --format har -o session.har session.cassette
   rpctap export --format trace -o trace.json session.cassette   # open in ui.perfetto.dev
   rpctap export --format otlp --payloads session.cassette > spans.json
@@ -53,8 +60,8 @@ docs/export.md.`,
 			fs.StringVar(&o.Format, "format", "", "har, trace, otlp or html (required)")
 			fs.StringVarP(&o.Output, "output", "o", "", "write to `FILE` (default: stdout)")
 			fs.StringArrayVar(&o.Redact, "redact", nil, "also redact the values of JSON key `KEY` (repeatable)")
-			fs.BoolVar(&o.Payloads, "payloads", false, "otlp: include request and response bodies as span attributes")
-			fs.BoolVar(&o.Send, "send", false, "otlp: send the spans to the endpoint OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT) names, with the OpenTelemetry SDK (OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf or grpc), instead of writing them")
+			fs.BoolVar(&o.Payloads, "payloads", false, "otlp only: include request and response bodies as span attributes")
+			fs.BoolVar(&o.Send, "send", false, "otlp only, not with -o: send the spans to the endpoint OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT) names, with the OpenTelemetry SDK (OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf or grpc), instead of writing them")
 			return func(args []string, stdio Stdio) error {
 				if len(args) != 1 {
 					return Usagef("export needs one cassette (got %d)", len(args))
@@ -66,37 +73,31 @@ docs/export.md.`,
 }
 
 func runExport(o *exportOptions, path string, stdio Stdio) error {
+	// A flag that does nothing with the format chosen is refused, not
+	// ignored: --payloads and --send are OTLP's.
+	if o.Payloads && o.Format != "otlp" && o.Format != "" {
+		return Usagef("--payloads is for --format otlp (har and html always hold the bodies; trace holds none)")
+	}
 	if o.Send {
 		return runExportSend(o, path, stdio)
 	}
-	out := stdio.Out
-	var file *os.File
-	if o.Output != "" {
-		if abs(o.Output) == abs(path) {
-			return Usagef("export: -o would overwrite the cassette %s", path)
-		}
-		f, err := os.CreateTemp(filepath.Dir(o.Output), ".rpctap-export-*")
-		if err != nil {
-			return fmt.Errorf("export: %v", err)
-		}
-		defer os.Remove(f.Name())
-		file, out = f, f
-	}
-	bw := bufio.NewWriterSize(out, 256<<10)
-	var w export.Writer
+	var newWriter func(io.Writer) export.Writer
 	switch o.Format {
 	case "har":
-		w = export.NewHAR(bw)
+		newWriter = func(w io.Writer) export.Writer { return export.NewHAR(w) }
 	case "trace":
-		w = export.NewTrace(bw)
+		newWriter = func(w io.Writer) export.Writer { return export.NewTrace(w) }
 	case "otlp":
-		w = export.NewOTLP(bw, o.Payloads)
+		newWriter = func(w io.Writer) export.Writer { return export.NewOTLP(w, o.Payloads) }
 	case "html":
-		w = export.NewHTML(bw)
+		newWriter = func(w io.Writer) export.Writer { return export.NewHTML(w) }
 	case "":
 		return Usagef("export needs --format har, trace, otlp or html")
 	default:
 		return Usagef("--format must be har, trace, otlp or html, not %q", o.Format)
+	}
+	if o.Output != "" && sameFile(o.Output, path) {
+		return Usagef("export: -o would overwrite the cassette %s", path)
 	}
 	var progress func(export.Progress)
 	if f, ok := stdio.Err.(*os.File); ok && isTerminal(f) {
@@ -110,24 +111,31 @@ func runExport(o *exportOptions, path string, stdio Stdio) error {
 		}
 		defer fmt.Fprint(stdio.Err, "\r\033[K")
 	}
-	rep, err := export.RunReport(path, w, export.Options{Redactor: redact.New(redact.Options{Keys: o.Redact})}, progress)
-	if err != nil {
-		return exportErr(path, err)
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("export: %v", err)
-	}
-	if file != nil {
-		if err := file.Sync(); err != nil {
+	var rep export.Report
+	write := func(out io.Writer) error {
+		bw := bufio.NewWriterSize(out, 256<<10)
+		r, err := export.RunReport(path, newWriter(bw), export.Options{Redactor: redact.New(redact.Options{Keys: o.Redact})}, progress)
+		if err != nil {
+			return exportErr(path, err)
+		}
+		rep = r
+		if err := bw.Flush(); err != nil {
 			return fmt.Errorf("export: %v", err)
 		}
-		if err := file.Close(); err != nil {
-			return fmt.Errorf("export: %v", err)
-		}
-		if err := os.Rename(file.Name(), o.Output); err != nil {
-			return fmt.Errorf("export: %v", err)
-		}
+		return nil
 	}
+	if o.Output == "" {
+		if err := write(stdio.Out); err != nil {
+			return err
+		}
+	} else if err := safefile.Write(o.Output, safefile.Options{}, write); err != nil {
+		// -o: through a temporary file renamed over a regular target,
+		// straight into a device or FIFO; the target is untouched when
+		// anything fails.
+		return writeFailed("export", err)
+	}
+	// What could be read was exported (and -o put in place); the damage
+	// read past is said after it.
 	return exportDamage(path, rep, stdio)
 }
 

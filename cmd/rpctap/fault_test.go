@@ -80,8 +80,10 @@ func TestReplayFaultsSeenByRealParents(t *testing.T) {
 			func(r result) bool { return r.code == 0 && r.took >= 1500*time.Millisecond }},
 		{"dir=out: the fake child's answers", "error method=session/new dir=out",
 			func(r result) bool { return r.code != 0 && strings.Contains(r.out, "rpctap fault injected") }},
-		{"dir=in: not what a fake child sends, so never applied", "error method=session/new dir=in",
-			func(r result) bool { return r.code == 0 && strings.Contains(r.out, "Agent completed") }},
+		{"dir=in: never what a fake child sends, so refused before the replay starts", "error method=session/new dir=in",
+			func(r result) bool {
+				return strings.Contains(r.out, "can never fire: replay sends only dir=out frames") && !strings.Contains(r.out, "Agent completed")
+			}},
 		{"split: one frame in two writes is still one frame", "split method=session/new",
 			func(r result) bool { return r.code == 0 && strings.Contains(r.out, "Agent completed") }},
 	}

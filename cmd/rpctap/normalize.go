@@ -51,6 +51,15 @@ func runNormalize(in, out string, o *normalizeOptions, stdio Stdio) error {
 	if err != nil {
 		return Inputf("normalize: %v", err)
 	}
+	if len(damage) > 0 && sameFile(in, out) {
+		// Replacing a damaged original with a copy of what could be read
+		// would lose the damaged records for good (another tool, or a
+		// later rpctap, may read more of them).
+		for _, d := range damage {
+			fmt.Fprintf(stdio.Err, "rpctap normalize: %s: %v\n", in, d)
+		}
+		return Inputf("normalize: %s is damaged: not replacing it with a copy of its readable records; write the copy to another OUT", in)
+	}
 	h := *recs[0].Header
 	if h.Portable != nil {
 		return Inputf("normalize: %s is portable already", in)
@@ -95,9 +104,10 @@ func runNormalize(in, out string, o *normalizeOptions, stdio Stdio) error {
 		}
 	}
 	recs[0].Header = &h
-	if err := writeShrunk(out, recs); err != nil {
-		return fmt.Errorf("normalize: writing %s: %v", out, err)
+	if err := writeCassetteFile(out, recs); err != nil {
+		return writeFailed("normalize", err)
 	}
+	warnCut(stdio.Err, "normalize", in, out, recs, damage)
 	fmt.Fprintf(stdio.Err, "rpctap normalize: %d of %d records changed, %d placeholders (%s); wrote %s\n",
 		changed, len(recs)-1, len(n.Used()), strings.Join(n.Used(), " "), out)
 	return damageExit("normalize", in, damage, stdio.Err)

@@ -56,9 +56,11 @@ type recordOptions struct {
 
 func init() {
 	register(&command{
-		Name:    "record",
-		Summary: "run an agent as the child and record both pipes",
-		Usage:   "record [flags] -- CMD [ARGS...]\n  rpctap record [flags] --listen PATH --upstream PATH",
+		Name:      "record",
+		ChildArgs: true,
+		Stream:    true,
+		Summary:   "run an agent as the child and record both pipes",
+		Usage:     "record [flags] -- CMD [ARGS...]\n  rpctap record [flags] --listen PATH --upstream PATH",
 		Long: `record stands in for CMD: the parent (an editor, a bridge, an MCP client)
 talks to rpctap exactly as it would to CMD, and rpctap forwards every byte
 unchanged in both directions while a separate recorder process writes the

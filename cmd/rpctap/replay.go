@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sort"
 	"strings"
 	"syscall"
 
@@ -25,9 +26,14 @@ type replayFlags struct {
 	Protocol   string
 	Conn       int
 	Window     int
-	Fault      []string // replay, verify: --fault rules
-	FaultsFile string   // replay, verify: --faults FILE
+	Fault      []string       // replay, verify: --fault rules
+	FaultsFile string         // replay, verify: --faults FILE
+	connGiven  bool           // --conn was given (set by options)
+	faults     []replay.Fault // the rules parsed (set by options)
 }
+
+// connSet reports whether --conn was given.
+func (f *replayFlags) connSet() bool { return f.connGiven }
 
 // defineFaults adds the fault injection flags (replay and verify).
 func (f *replayFlags) defineFaults(fs *pflag.FlagSet) {
@@ -38,7 +44,7 @@ func (f *replayFlags) defineFaults(fs *pflag.FlagSet) {
 func (f *replayFlags) define(fs *pflag.FlagSet, window bool) {
 	fs.StringArrayVar(&f.Ignore, "ignore", nil, "leave a field out of comparisons: a JSON pointer such as /params/cwd, with * and ** segments (/params/**/timestamp); repeatable")
 	fs.BoolVar(&f.NoDefaults, "no-default-ignores", false, "do not ignore the protocol's volatile fields (session ids, cwd, timestamps, ...)")
-	fs.StringVar(&f.Protocol, "protocol", "", "the cassette's protocol, when it does not say (acp, mcp, jsonrpc, synaps, opi, pi, brainwires, raw)")
+	fs.StringVar(&f.Protocol, "protocol", "", "the cassette's protocol, when it does not say ("+strings.Join(protocol.Names(), ", ")+")")
 	fs.IntVar(&f.Conn, "conn", 0, "socket-mode cassettes: the connection `N` to use (1, 2, ...); needed when there are several")
 	if window {
 		fs.IntVar(&f.Window, "window", 16, "how many pending recorded frames an arriving frame may match out of order")
@@ -55,6 +61,7 @@ func (f *replayFlags) options(fs *pflag.FlagSet) ([]replay.Option, error) {
 		opts = append(opts, replay.WithProtocol(f.Protocol))
 	}
 	if fs.Changed("conn") {
+		f.connGiven = true
 		if f.Conn < 0 {
 			return nil, Usagef("--conn must be 0 or more")
 		}
@@ -64,6 +71,7 @@ func (f *replayFlags) options(fs *pflag.FlagSet) ([]replay.Option, error) {
 	if err != nil {
 		return nil, err
 	}
+	f.faults = faults
 	if len(faults) > 0 {
 		opts = append(opts, replay.WithFaults(faults...))
 	}
@@ -92,6 +100,7 @@ type replayOptions struct {
 func init() {
 	register(&command{
 		Name:    "replay",
+		Stream:  true,
 		Summary: "stand in for a recorded child: answer the parent from a cassette",
 		Usage:   "replay [flags] CASSETTE",
 		Long: `Plays the child's side of a recording. Put 'rpctap replay CASSETTE' where the
@@ -121,9 +130,6 @@ See docs/replay.md.`,
 			o.define(fs, true)
 			o.defineFaults(fs)
 			return func(args []string, stdio Stdio) error {
-				if len(args) > 1 && strings.HasPrefix(args[1], "-") {
-					return Usagef("replay: flags go before the cassette: rpctap replay [flags] CASSETTE (got %s after it)", args[1])
-				}
 				if len(args) != 1 {
 					return Usagef("replay needs exactly one cassette (got %d)", len(args))
 				}
@@ -132,6 +138,9 @@ See docs/replay.md.`,
 				}
 				opts, err := o.options(fs)
 				if err != nil {
+					return err
+				}
+				if err := faultsCanFire("replay", o.faults, cassette.DirOut, nil, 0); err != nil {
 					return err
 				}
 				return runReplay(args[0], o, opts, stdio)
@@ -150,6 +159,13 @@ func runReplay(path string, o *replayOptions, opts []replay.Option, stdio Stdio)
 		return Inputf("replay: %v", err)
 	}
 	defer src.Close()
+	if src.Header.Mode == "socket" && !o.connSet() {
+		// Which connection to play is the user's choice, not the file's
+		// fault: a usage error that names them.
+		if conns := frameConns(path); len(conns) > 1 {
+			return Usagef("replay: %s is a socket-mode recording of %d connections (%s): choose one with --conn N", path, len(conns), joinConns(conns))
+		}
+	}
 	src.Warn = func(msg string) { fmt.Fprintf(stdio.Err, "rpctap replay: warning: %s\n", msg) }
 	opts = append(opts, replay.WithSpeed(o.Speed), replay.WithStrict(o.Strict),
 		replay.WithReport(stdio.Err), replay.WithName("rpctap replay"), replay.WithPrefetchNice(replayPrefetchNice))
@@ -270,4 +286,40 @@ func relaySignals(sigc <-chan os.Signal, names chan<- string, stop <-chan struct
 // die of SIGPIPE or EPIPE, nothing for rpctap to report.
 func isBrokenPipe(err error) bool {
 	return errors.Is(err, syscall.EPIPE) || errors.Is(err, io.ErrClosedPipe) || errors.Is(err, os.ErrClosed)
+}
+
+// frameConns lists the connections that carry frames in the cassette at
+// path (damage is skipped here; the replay reports it where it reaches it).
+func frameConns(path string) []int {
+	rd, err := cassette.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer rd.Close()
+	seen := map[int]bool{}
+	var out []int
+	for {
+		r, err := rd.Next()
+		var de *cassette.DamageError
+		if errors.As(err, &de) {
+			continue
+		}
+		if err != nil {
+			break
+		}
+		if r.K == cassette.KindFrame && !seen[r.Conn] {
+			seen[r.Conn] = true
+			out = append(out, r.Conn)
+		}
+	}
+	sort.Ints(out)
+	return out
+}
+
+func joinConns(cs []int) string {
+	s := make([]string, len(cs))
+	for i, c := range cs {
+		s[i] = fmt.Sprint(c)
+	}
+	return strings.Join(s, ", ")
 }

@@ -461,7 +461,9 @@ func TestReplaySocketModeConn(t *testing.T) {
 	}
 	rp := rpctapPath(t)
 	r := run(t, dir, "", rp, "replay", cas)
-	if r.code != ExitInput || !strings.Contains(r.stderr, "records 2 connections (1, 2); choose one with --conn") {
+	// Which connection to play is the user's choice: a usage error naming
+	// the connections (issue 20; it was exit 4).
+	if r.code != ExitUsage || !strings.Contains(r.stderr, "2 connections (1, 2): choose one with --conn N") {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	// Connection 2 is a reattach: the live token (a secret the recording

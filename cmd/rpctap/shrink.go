@@ -15,6 +15,7 @@ import (
 
 	"github.com/rpctap/rpctap/cassette"
 	"github.com/rpctap/rpctap/internal/shrink"
+	"github.com/rpctap/rpctap/protocol"
 	"github.com/spf13/pflag"
 )
 
@@ -33,9 +34,10 @@ type shrinkOptions struct {
 
 func init() {
 	register(&command{
-		Name:    "shrink",
-		Summary: "reduce a failing cassette to the few frames that still make it fail",
-		Usage:   "shrink [flags] CASSETTE (-- CMD [ARGS...] | --parent CMD | --check CODE | --test CMD)",
+		Name:      "shrink",
+		ChildArgs: true,
+		Summary:   "reduce a failing cassette to the few frames that still make it fail",
+		Usage:     "shrink [flags] CASSETTE (-- CMD [ARGS...] | --parent CMD | --check CODE | --test CMD)",
 		Long: `Delta-debugs a cassette: leaves out as many frames as it can while the failure
 still happens, and writes the smallest failing cassette it finds (CASSETTE's
 name with .min before .cassette unless -o says otherwise). CASSETTE itself is
@@ -75,6 +77,9 @@ runs, time) on stderr. See docs/replay.md.`,
 			fs.BoolVarP(&o.Quiet, "quiet", "q", false, "print only errors")
 			return func(args []string, stdio Stdio) error {
 				var child []string
+				if len(args) >= 2 && strings.HasPrefix(args[1], "-") && args[1] != "--" {
+					return Usagef("shrink: flags go before the cassette: rpctap shrink [flags] CASSETTE -- CMD [ARGS...] (got %s after it; everything after the cassette is the child's command line)", args[1])
+				}
 				if len(args) >= 2 && args[1] == "--" {
 					child = args[2:]
 					args = args[:1]
@@ -97,6 +102,9 @@ runs, time) on stderr. See docs/replay.md.`,
 				if o.RunTime <= 0 || o.Timeout <= 0 || o.MaxRuns < 0 {
 					return Usagef("--run-timeout and --timeout must be positive, --max-runs not negative")
 				}
+				if o.Check != "" && !knownCheckCode(o.Check) {
+					return Usagef("shrink: --check %s: no rule has that code (codes look like session.unknown-response-id or acp.missing-field; list: docs/protocols.md)", o.Check)
+				}
 				return runShrink(args[0], child, o, stdio)
 			}
 		},
@@ -116,12 +124,18 @@ func runShrink(path string, child []string, o *shrinkOptions, stdio Stdio) error
 	if err != nil {
 		return Inputf("shrink: %v", err)
 	}
+	if _, frames := frameStats(recs); frames == 0 {
+		for _, d := range damage {
+			fmt.Fprintf(stdio.Err, "rpctap shrink: %s: %v\n", path, d)
+		}
+		return Inputf("shrink: %s holds no frames: nothing to shrink", path)
+	}
 	plan := shrink.NewPlan(recs)
 	out := o.Out
 	if out == "" {
 		out = strings.TrimSuffix(path, ".cassette") + ".min.cassette"
 	}
-	if abs(out) == abs(path) {
+	if sameFile(out, path) {
 		return Usagef("shrink: -o would overwrite %s; the input is never changed", path)
 	}
 	dir, err := os.MkdirTemp("", "rpctap-shrink-")
@@ -132,45 +146,97 @@ func runShrink(path string, child []string, o *shrinkOptions, stdio Stdio) error
 
 	cand := filepath.Join(dir, "candidate.cassette")
 	fails := func(units []int) (bool, error) {
-		if err := writeShrunk(cand, plan.Candidate(units)); err != nil {
-			return false, err
+		if err := writeCassetteFile(cand, plan.Candidate(units)); err != nil {
+			return false, writeFailed("shrink", err)
 		}
-		return runPredicate(cand, child, o, match)
+		r, err := runPredicate(cand, child, o, match)
+		return r.failed, err
 	}
 	start := time.Now()
 	all := plan.Free()
-	if ok, err := fails(all); err != nil {
+	// Preflight: the whole cassette, as the predicate sees it, must show
+	// the failure, and the command must start. "command not found" (127,
+	// 126) is not a failure to keep: every candidate would "fail" and the
+	// result would be the handshake alone.
+	if err := writeCassetteFile(cand, plan.Candidate(all)); err != nil {
+		return writeFailed("shrink", err)
+	}
+	pre, err := runPredicate(cand, child, o, match)
+	switch {
+	case err != nil:
 		return err
-	} else if !ok {
-		return Findingsf("shrink: %s does not fail that way: nothing to shrink (check the command, or drop --match)", path)
+	case pre.cannotStart():
+		return &ExitError{Code: pre.code, Err: fmt.Errorf("shrink: the command cannot start (exit %d on the whole cassette: %s); nothing was shrunk", pre.code, pre.head())}
+	case pre.timedOut:
+		return Findingsf("shrink: one run on the whole cassette took longer than --run-timeout %v; nothing was shrunk", o.RunTime)
+	case !pre.failed:
+		return Findingsf("shrink: %s does not fail that way: nothing to shrink (%s)", path, pre.why(o))
 	}
 	keep, st, err := shrink.DDMin(all, fails, o.MaxRuns)
 	if err != nil {
 		return err
 	}
 	final := plan.Candidate(keep)
-	if err := writeShrunk(out, final); err != nil {
-		return fmt.Errorf("shrink: writing %s: %v", out, err)
+	if err := writeCassetteFile(cand, final); err != nil {
+		return writeFailed("shrink", err)
 	}
-	// The written cassette is the one reported: check it fails once more
-	// (a flaky failure would otherwise hand the user a passing cassette).
-	if ok, err := runPredicate(out, child, o, match); err != nil {
+	// The cassette written is the one reported: check it fails once more
+	// (a flaky failure would otherwise hand the user a passing cassette),
+	// before it goes to -o.
+	if r, err := runPredicate(cand, child, o, match); err != nil {
 		return err
-	} else if !ok {
-		return Findingsf("shrink: the shrunk cassette %s no longer fails: the failure is not deterministic", out)
+	} else if !r.failed {
+		return Findingsf("shrink: the shrunk cassette no longer fails: the failure is not deterministic; %s not written", out)
 	}
+	if err := writeCassetteFile(out, final); err != nil {
+		return writeFailed("shrink", err)
+	}
+	warnCut(stdio.Err, "shrink", path, out, recs, damage)
 	if !o.Quiet {
 		fb, ff := frameStats(recs)
 		ab, af := frameStats(final)
-		inSize, outSize := fileSize(path), fileSize(out)
+		inSize, outSize := fileSize(path), fileSize(cand)
 		fmt.Fprintf(stdio.Err, "rpctap shrink: %d -> %d frames, %d -> %d payload bytes (cassette %d -> %d bytes) in %d runs, %s; wrote %s\n",
 			ff, af, fb, ab, inSize, outSize, st.Runs+2, time.Since(start).Round(time.Millisecond), out)
 	}
 	return damageExit("shrink", path, damage, stdio.Err)
 }
 
+// runResult is one run of the failure check.
+type predResult struct {
+	failed   bool   // the failure to keep happened
+	code     int    // the exit status of the command run (-1: killed)
+	timedOut bool   // --run-timeout ran out (counts as passing)
+	out      []byte // its stdout and stderr
+	check    bool   // the predicate was --check
+}
+
+// cannotStart reports a run whose command could not be started: exit 127
+// (not found) or 126 (not executable), from verify's child or from sh.
+func (r predResult) cannotStart() bool {
+	return !r.check && (r.code == ExitNotFound || r.code == ExitNoExec)
+}
+
+func (r predResult) head() string {
+	if h := headLine(string(r.out)); h != "" {
+		return h
+	}
+	return "no output"
+}
+
+// why says what the preflight run on the whole cassette did instead.
+func (r predResult) why(o *shrinkOptions) string {
+	switch {
+	case o.Check != "":
+		return "check reports no " + o.Check + " on it"
+	case o.Match != "" && r.code != 0:
+		return fmt.Sprintf("the run exited %d but its output does not match --match", r.code)
+	}
+	return "the run on the whole cassette exited 0"
+}
+
 // runPredicate runs the chosen failure check on the cassette at cand.
-func runPredicate(cand string, child []string, o *shrinkOptions, match *regexp.Regexp) (bool, error) {
+func runPredicate(cand string, child []string, o *shrinkOptions, match *regexp.Regexp) (predResult, error) {
 	self := selfPath()
 	var cmd *exec.Cmd
 	ctx, cancel := context.WithTimeout(context.Background(), o.RunTime)
@@ -192,26 +258,51 @@ func runPredicate(cand string, child []string, o *shrinkOptions, match *regexp.R
 	cmd.Stdout, cmd.Stderr = &outb, &outb
 	cmd.WaitDelay = time.Second
 	err := cmd.Run()
+	r := predResult{out: outb.Bytes(), check: o.Check != ""}
 	if ctx.Err() != nil {
-		return false, nil // too slow: not the failure we keep
+		r.timedOut = true
+		return r, nil // too slow: not the failure we keep
 	}
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
-		return false, fmt.Errorf("shrink: running %s: %v", cmd.Path, err)
+		return r, fmt.Errorf("shrink: running %s: %v", cmd.Path, err)
 	}
-	var failed bool
+	r.code = cmd.ProcessState.ExitCode()
 	if o.Check != "" {
-		failed = strings.Contains(outb.String(), `"code": "`+o.Check+`"`) || strings.Contains(outb.String(), `"code":"`+o.Check+`"`)
+		r.failed = strings.Contains(outb.String(), `"code": "`+o.Check+`"`) || strings.Contains(outb.String(), `"code":"`+o.Check+`"`)
 	} else {
-		failed = err != nil
-		if ee != nil && len(child) > 0 && (ee.ExitCode() == ExitUsage || ee.ExitCode() == ExitInput) {
-			return false, fmt.Errorf("shrink: verify refused the candidate: %s", headLine(outb.String()))
+		// A command that cannot start is not the failure kept.
+		r.failed = err != nil && !r.cannotStart()
+		if ee != nil && len(child) > 0 && (r.code == ExitUsage || r.code == ExitInput || r.code == ExitInternal) {
+			return r, fmt.Errorf("shrink: verify refused the candidate: %s", headLine(outb.String()))
 		}
 	}
-	if failed && match != nil {
-		failed = match.Match(outb.Bytes())
+	if r.failed && match != nil {
+		r.failed = match.Match(outb.Bytes())
 	}
-	return failed, nil
+	return r, nil
+}
+
+// knownCheckCode reports whether code is in a family some rule reports
+// (session., framing., jsonrpc., a protocol's own, schema., cassette.,
+// assert.) and is spelled like one. A typo in the family is refused at
+// once; one in the rest of the code is caught by the preflight run, which
+// then finds no such finding.
+func knownCheckCode(code string) bool {
+	fam, rest, ok := strings.Cut(code, ".")
+	if !ok || rest == "" || strings.Trim(rest, "abcdefghijklmnopqrstuvwxyz0123456789-.") != "" {
+		return false
+	}
+	switch fam {
+	case "session", "framing", "jsonrpc", "schema", "cassette", "assert":
+		return true
+	}
+	for _, n := range protocol.Names() {
+		if fam == n {
+			return true
+		}
+	}
+	return false
 }
 
 // readAllRecords reads a whole cassette, header first. It reads past
@@ -264,52 +355,6 @@ func damageExit(cmd, path string, damage []*cassette.DamageError, w io.Writer) e
 		fmt.Fprintf(w, "rpctap %s: %s: %v\n", cmd, path, d)
 	}
 	return Inputf("%s: %s is damaged; used every readable record", cmd, path)
-}
-
-// writeShrunk writes recs (header first) to path: a temporary file, synced,
-// then renamed, so a reader never sees half a candidate. The end record is
-// written only when recs has one (a cassette cut off stays cut off), with
-// the time it had.
-func writeShrunk(path string, recs []cassette.Record) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp) // after the rename, a no-op
-	w, err := cassette.NewWriter(f, *recs[0].Header, nil)
-	if err != nil {
-		f.Close()
-		return err
-	}
-	var end *cassette.Record
-	for i := 1; i < len(recs); i++ {
-		r := recs[i]
-		if r.K == cassette.KindEnd {
-			end = &recs[i]
-			continue
-		}
-		r.N = 0
-		if err := w.Append(&r); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	if end != nil {
-		err = w.CloseAt(end.T)
-	} else {
-		err = w.Flush()
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
 
 func frameStats(recs []cassette.Record) (bytes, frames int) {

@@ -86,7 +86,7 @@ func TestShrinkMCPServer500(t *testing.T) {
 		t.Fatalf("found %d answers to id 237", broken)
 	}
 	failing := filepath.Join(dir, "failing.cassette")
-	if err := writeShrunk(failing, recs); err != nil {
+	if err := writeCassetteFile(failing, recs); err != nil {
 		t.Fatal(err)
 	}
 	r := run(t, dir, "", rp, "shrink", "--match", "someone-else", failing, "--", server)

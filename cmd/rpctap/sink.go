@@ -13,6 +13,7 @@ import (
 func init() {
 	register(&command{
 		Name:    "__sink",
+		Stream:  true,
 		Summary: "internal: the recorder process of rpctap record",
 		Usage:   "__sink",
 		Hidden:  true,

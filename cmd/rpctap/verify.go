@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/rpctap/rpctap/cassette"
 	"github.com/rpctap/rpctap/internal/recorder"
+	"github.com/rpctap/rpctap/internal/safefile"
 	"github.com/rpctap/rpctap/replay"
 	"github.com/rpctap/rpctap/tap"
 	"github.com/spf13/pflag"
@@ -23,14 +23,16 @@ type verifyOptions struct {
 	replayFlags
 	Timeout     time.Duration
 	Update      bool
+	Force       bool
 	ChildStderr bool
 }
 
 func init() {
 	register(&command{
-		Name:    "verify",
-		Summary: "drive a real child with a recording's parent side and compare",
-		Usage:   "verify [flags] CASSETTE -- CMD [ARGS...]",
+		Name:      "verify",
+		ChildArgs: true,
+		Summary:   "drive a real child with a recording's parent side and compare",
+		Usage:     "verify [flags] CASSETTE -- CMD [ARGS...]",
 		Long: `Plays the parent's side of a recording against a real child: each recorded
 parent frame is sent once the child frames recorded before it have arrived (or
 after --timeout), and everything the child says is compared with the recording
@@ -40,7 +42,14 @@ are carried into the parent frames that follow). Differences are printed on
 stdout and make the exit status 1.
 
 --update writes a fresh cassette from the run over CASSETTE instead (like a
-golden file's -update): a temporary file, synced, then renamed.
+golden file's -update): a temporary file beside it, synced, read back to its
+end record, then renamed (a symlink is written through). It takes only the
+differences it is there to accept, in what the child says: a run whose child
+crashed, was killed after --timeout, exited otherwise than recorded, or left
+recorded frames unsent (it stopped reading, or never sent frames it sent in
+the recording) leaves CASSETTE as it was and exits 1, unless --force says to
+take it anyway. --update with --fault or
+--faults is refused: a run with injected faults is no reference.
 See docs/replay.md.`,
 		Example: `  rpctap verify session.cassette -- my-agent --acp
   rpctap verify --timeout 30s --ignore /result/usage session.cassette -- my-agent
@@ -48,7 +57,8 @@ See docs/replay.md.`,
 		Flags: func(fs *pflag.FlagSet) func([]string, Stdio) error {
 			o := &verifyOptions{}
 			fs.DurationVar(&o.Timeout, "timeout", 5*time.Second, "how long to wait for a recorded child frame before going on without it")
-			fs.BoolVar(&o.Update, "update", false, "record the run over CASSETTE instead of comparing")
+			fs.BoolVar(&o.Update, "update", false, "record the run over CASSETTE instead of comparing (refused for a crashed, killed, differently exiting or stalled child unless --force)")
+			fs.BoolVar(&o.Force, "force", false, "with --update: take the run even when the child crashed, was killed, exited otherwise than recorded or left recorded frames unsent")
 			fs.BoolVar(&o.ChildStderr, "child-stderr", false, "pass the child's stderr through (by default its last lines are shown only on failure)")
 			o.define(fs, true)
 			o.defineFaults(fs)
@@ -63,6 +73,12 @@ See docs/replay.md.`,
 				}
 				if o.Timeout <= 0 {
 					return Usagef("--timeout must be positive")
+				}
+				if o.Force && !o.Update {
+					return Usagef("--force goes with --update (it takes a run --update would refuse)")
+				}
+				if o.Update && (len(o.Fault) > 0 || o.FaultsFile != "") {
+					return Usagef("verify: --update with --fault or --faults is refused: a run with injected faults would replace %s with a broken session", args[0])
 				}
 				opts, err := o.options(fs)
 				if err != nil {
@@ -84,6 +100,18 @@ func runVerify(path string, argv []string, o *verifyOptions, opts []replay.Optio
 	}
 	for _, d := range rec.Damage {
 		fmt.Fprintf(stdio.Err, "rpctap verify: %s: %v\n", path, d)
+	}
+	if conns := rec.Conns(); rec.Header.Mode == "socket" && !o.connSet() && len(conns) > 1 {
+		return Usagef("verify: %s is a socket-mode recording of %d connections (%s): choose one with --conn N", path, len(conns), joinConns(conns))
+	}
+	conn := o.Conn
+	if !o.connSet() {
+		if cs := rec.Conns(); len(cs) > 0 {
+			conn = cs[0]
+		}
+	}
+	if err := faultsCanFire("verify", o.faults, cassette.DirIn, rec.Records, conn); err != nil {
+		return err
 	}
 	proto, err := replay.Check(rec, opts...)
 	if err != nil {
@@ -136,8 +164,16 @@ func runVerify(path string, argv []string, o *verifyOptions, opts []replay.Optio
 	<-errDone
 
 	if upd != nil {
+		why := worseRun(rec, res, runErr, exit, killed, o)
+		if why != "" && !o.Force {
+			upd.abandon()
+			return Findingsf("verify --update: %s; %s left as it was (add --force to take this run anyway)", why, path)
+		}
 		if err := upd.finish(); err != nil {
-			return fmt.Errorf("verify --update: %v", err)
+			return writeFailed("verify --update", err)
+		}
+		if why != "" {
+			fmt.Fprintf(stdio.Err, "rpctap verify: warning: --force took a run in which %s\n", why)
 		}
 		fmt.Fprintf(stdio.Out, "rpctap verify: wrote %s (%d frames)\n", path, upd.frames)
 		return nil
@@ -196,6 +232,60 @@ func exitDivergence(rec *replay.Exit, live replay.Exit, killed bool, timeout tim
 		return div("the child died of %s", live.Signal)
 	}
 	return replay.Divergence{}, false
+}
+
+// worseRun says why a verify --update run is worse than the recording it
+// would replace ("" when it is not): --update accepts what the child says
+// differently, not a child that crashed, hung past the timeout, exited
+// otherwise than recorded, stopped reading before every recorded parent
+// frame was sent, or never sent frames it sent in the recording (a live
+// frame that differs from its recorded one is a mismatch, not missing: that
+// is what --update is for).
+func worseRun(rec *replay.Recording, res *replay.Result, runErr error, live replay.Exit, killed bool, o *verifyOptions) string {
+	if runErr != nil && res == nil {
+		return fmt.Sprintf("the run failed (%v)", runErr)
+	}
+	if d, ok := exitDivergence(res.Exit, live, killed, o.Timeout); ok {
+		return d.Message
+	}
+	if killed {
+		return fmt.Sprintf("the child did not exit within %v after its stdin closed (killed it)", o.Timeout)
+	}
+	if want := recordedParentFrames(rec, o); res.Sent < want {
+		return fmt.Sprintf("%d of %d recorded parent frames were never sent (the child stopped reading or exited early)", want-res.Sent, want)
+	}
+	missing := res.Unlisted
+	for _, d := range res.Divergences {
+		if d.Kind == replay.Missing {
+			missing++
+		}
+	}
+	if missing > 0 {
+		return fmt.Sprintf("%d recorded child frame(s) were never sent by the child (it stalled, or stopped answering)", missing)
+	}
+	if runErr != nil && !errors.Is(runErr, replay.ErrDiverged) {
+		return fmt.Sprintf("the run failed (%v)", runErr)
+	}
+	return ""
+}
+
+// recordedParentFrames counts the parent's messages in the connection
+// verify plays (an over-long line stored in parts counts once).
+func recordedParentFrames(rec *replay.Recording, o *verifyOptions) int {
+	conn := o.Conn
+	if !o.connSet() {
+		if cs := rec.Conns(); len(cs) > 0 {
+			conn = cs[0]
+		}
+	}
+	n := 0
+	for i := range rec.Records {
+		r := &rec.Records[i]
+		if r.K == cassette.KindFrame && r.D == cassette.DirIn && !r.Part && r.Conn == conn {
+			n++
+		}
+	}
+	return n
 }
 
 // child is the real child verify drives. It is started through tap, the one
@@ -349,8 +439,11 @@ type updater struct {
 
 func newUpdater(path, proto string, argv []string) (*updater, error) {
 	u := &updater{path: path}
-	u.tmp = filepath.Join(filepath.Dir(path), fmt.Sprintf(".%s.update-%d", filepath.Base(path), os.Getpid()))
-	os.Remove(u.tmp)
+	tmp, err := safefile.Beside(path)
+	if err != nil {
+		return nil, err
+	}
+	u.tmp = tmp
 	cwd, _ := os.Getwd()
 	h := cassette.Header{Rpctap: Version, Mode: "stdio", Protocol: proto, Argv: argv, Cwd: cwd}
 	w, err := cassette.Create(u.tmp, h, nil)
@@ -371,8 +464,9 @@ func (u *updater) abandon() {
 	os.Remove(u.tmp)
 }
 
-// finish renames the cassette the tap finalized (its Wait closed the
-// recorder, whose writer fsyncs the file) over the old one.
+// finish puts the cassette the tap finalized (its Wait closed the recorder,
+// whose writer fsyncs the file) in place of the old one, once it reads to
+// its end record.
 func (u *updater) finish() error {
 	err := u.rec.Close() // a no-op after the tap's close; its error again
 	st := u.rec.Stats()
@@ -384,13 +478,5 @@ func (u *updater) finish() error {
 		os.Remove(u.tmp)
 		return err
 	}
-	if err := os.Rename(u.tmp, u.path); err != nil {
-		os.Remove(u.tmp)
-		return err
-	}
-	if d, err := os.Open(filepath.Dir(u.path)); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
+	return safefile.Commit(u.tmp, u.path, safefile.Options{Verify: completeCassette})
 }

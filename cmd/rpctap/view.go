@@ -206,7 +206,10 @@ func viewOne(path string, o *viewOptions, w, h int, fromPicker bool, stdio Stdio
 		// gone: view it as a recording.
 	}
 	if o.Dump != "" {
-		return false, dumpView(store, opts, w, h, o.Keys, stdio)
+		if err := dumpView(store, opts, w, h, o.Keys, stdio); err != nil {
+			return false, err
+		}
+		return false, reportReadProblems("view", path, stdio.Err)
 	}
 	screen, err := newTerminalScreen()
 	if err != nil {
