@@ -110,6 +110,11 @@ type Record struct {
 	// the next record of the same direction and connection continues it.
 	Part     bool `json:"part,omitempty"`
 	Redacted bool `json:"redacted,omitempty"` // secrets in the payload were replaced
+	// RedactedAt lists where the recorder's secret rules replaced a value:
+	// the JSON pointer of each, in the order of the frame ("" for a token
+	// in a line that is not JSON). Format 1.2; absent on older cassettes
+	// and on records only the portable stage changed.
+	RedactedAt []string `json:"redactedAt,omitempty"`
 	// Icpt (format 1.2) marks a frame an intercepting tap sent: "edit" (sent
 	// instead of the original), "inject" (the user's own), "rewrite" (a
 	// --rewrite rule changed it), or "forward", "timeout", "release" (held,

@@ -25,6 +25,7 @@ func TestMain(m *testing.M) {
 		"rpctap": func() {
 			os.Exit(Main(os.Args[1:], Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
 		},
+		"rpctap-wrap": func() { os.Exit(wrapMain(os.Args[1:])) }, // the peer matrix's tee (peer_wrap_test.go)
 	})
 }
 
@@ -35,7 +36,8 @@ func TestMain(m *testing.M) {
 func TestScripts(t *testing.T) {
 	shared, _ := filepath.Abs(filepath.Join("..", "..", "..", "shared"))
 	testscript.Run(t, testscript.Params{
-		Dir: "testdata/script",
+		Dir:  "testdata/script",
+		Cmds: map[string]func(*testscript.TestScript, bool, []string){"htmldata": htmldataCmd},
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("SHARED", shared)
 			env.Setenv("RPCTAP_DIR", filepath.Join(env.WorkDir, "cassettes"))
