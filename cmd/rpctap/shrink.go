@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/safefile"
 	"github.com/rpctap/rpctap/internal/shrink"
 	"github.com/rpctap/rpctap/protocol"
 	"github.com/spf13/pflag"
@@ -137,6 +138,12 @@ func runShrink(path string, child []string, o *shrinkOptions, stdio Stdio) error
 	}
 	if sameFile(out, path) {
 		return Usagef("shrink: -o would overwrite %s; the input is never changed", path)
+	}
+	// An -o that cannot be written (a read-only directory, a file where
+	// its directory should be) is said now, before the runs, not after a
+	// shrink that may take an hour and is then lost.
+	if _, err := safefile.Beside(out); err != nil {
+		return writeFailed("shrink", err)
 	}
 	dir, err := os.MkdirTemp("", "rpctap-shrink-")
 	if err != nil {

@@ -307,6 +307,9 @@ func Beside(path string) (string, error) {
 	if err != nil {
 		return "", &Error{Path: path, Op: "resolve", Err: err}
 	}
+	if st != nil && st.IsDir() {
+		return "", &Error{Path: path, Op: "open", Err: errors.New("is a directory")}
+	}
 	dir := filepath.Dir(real)
 	if direct(real, st) {
 		dir = os.TempDir()
