@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -38,5 +39,46 @@ func TestShrinkUnwritableOutputFirst(t *testing.T) {
 	assertOneLine(t, "-o DIR", r.stderr, "is a directory")
 	if _, err := os.Stat(ran); err == nil {
 		t.Errorf("-o DIR: the failure check ran before shrink found that -o is a directory")
+	}
+}
+
+// TestShrinkFlagsAfterCassette: shrink with --test, --check or --parent
+// runs no child command line of its own, so it takes files like check
+// does and its flags may follow the cassette (README: "Commands that take
+// files accept their flags after the files too"); with -- CMD it keeps
+// verify's rule (flags before the cassette).
+func TestShrinkFlagsAfterCassette(t *testing.T) {
+	t.Parallel()
+	rp := rpctapPath(t)
+	dir := t.TempDir()
+	demo := demoCassette(t, dir)
+	stray := strayCassette(t, dir)
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"test", []string{demo, "--test", "exit 1", "-o", filepath.Join(dir, "test.cassette")}},
+		{"check", []string{stray, "-o", filepath.Join(dir, "check.cassette"), "--check", "session.unknown-response-id"}},
+	} {
+		r := run(t, dir, "", append([]string{rp, "shrink", "-q"}, c.args...)...)
+		if r.code != 0 {
+			t.Errorf("%s: exit %d\n%s", c.name, r.code, r.stderr)
+			continue
+		}
+		assertWhole(t, filepath.Join(dir, c.name+".cassette"))
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{demo, "--test", "exit 1", "--bogus"}, "unknown flag: --bogus"},
+		// With -- CMD, verify's rule: flags before the cassette.
+		{[]string{demo, "--timeout", "1s", "--", "cat"}, "flags go before the cassette"},
+		{[]string{demo, "--test", "exit 1", "cat"}, "flags go before the cassette"},
+	} {
+		r := run(t, dir, "", append([]string{rp, "shrink"}, c.args...)...)
+		if r.code != ExitUsage || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: exit %d, want %d with %q\n%s", c.args, r.code, ExitUsage, c.want, r.stderr)
+		}
 	}
 }
