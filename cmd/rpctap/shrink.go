@@ -167,6 +167,7 @@ func runShrink(path string, child []string, o *shrinkOptions, stdio Stdio) error
 	if err != nil {
 		return err
 	}
+	defer safefile.Track(dir)() // removed on Ctrl-C or SIGTERM too
 	defer os.RemoveAll(dir)
 
 	cand := filepath.Join(dir, "candidate.cassette")
