@@ -20,10 +20,42 @@ func (dapProto) MaxFrame() int         { return 0 }
 func (dapProto) Framing() framing.Mode { return framing.ContentLength }
 
 // Wire: a request's id is its seq, a response names it in request_seq;
-// sequence numbers and process ids differ from run to run.
+// sequence numbers differ from run to run; progress events are chatter. The numbers a debug adapter
+// makes up and the client sends back are learnt by field: a thread's id
+// (lldb-vscode uses the debuggee's OS thread id), a stack frame's, the
+// variablesReference and sourceReference handles ("valid only while the
+// program is suspended"), a breakpoint's id, and process ids (the adapter's
+// debuggee, the client's runInTerminal answer).
 func (dapProto) Wire() Wire {
-	return Wire{Style: StyleDAP, RequestID: "seq", ResponseID: "request_seq", Volatile: []string{
-		"/seq", "/body/processId", "/body/systemProcessId"}}
+	return Wire{Style: StyleDAP, RequestID: "seq", ResponseID: "request_seq", Volatile: []string{"/seq"},
+		// Progress reports come as the adapter's work happens to be timed:
+		// lldb-vscode sends a progressEnd (for symbol loading) in some
+		// runs and not in others.
+		Chatter: []string{"progressStart", "progressUpdate", "progressEnd"},
+		// "output: The output to report." The debuggee's output is a byte
+		// stream per category, cut into events as it happens to be read
+		// (debugpy sends "result 42\n" as one event or as "result" and
+		// " 42\n"); "category: ... If not specified ..., 'console' is
+		// assumed."
+		// console is the debugger's own "informational output ... (as
+		// opposed to the debuggee)": its log. lldb-vscode 14 (Debian 12)
+		// writes a Python traceback there in some runs and to its stderr
+		// in the others.
+		Stream: StreamEvent{Method: "output", Body: "body", Text: "output", Key: "category", DefaultKey: "console",
+			Log: []string{"console"}},
+		Invented: []Invented{
+			{"/**/threadId", "threadId"},
+			{"/body/threads/*/id", "threadId"},
+			{"/**/frameId", "frameId"},
+			{"/body/stackFrames/*/id", "frameId"},
+			{"/**/variablesReference", "variablesReference"},
+			{"/**/sourceReference", "sourceReference"},
+			{"/body/breakpoints/*/id", "breakpointId"},
+			{"/body/breakpoint/id", "breakpointId"},
+			{"/**/processId", "processId"},
+			{"/body/systemProcessId", "processId"},
+			{"/body/shellProcessId", "processId"},
+		}}
 }
 
 // dapFields are the members of a DAP message that matter.

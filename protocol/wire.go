@@ -58,6 +58,84 @@ type Wire struct {
 	// A stand-in matches them when they come but neither waits for them
 	// nor holds a missing or an extra one against the live side.
 	Chatter []string
+	// Invented lists the members whose number one side makes up at run
+	// time and the other sends back: DAP's thread, stack frame, variables
+	// and source handles. A number cannot be mapped by value (thread 1 and
+	// line 1 would collide), so a stand-in learns each by field: it
+	// compares only that the live member is a number as well (a 0, "none",
+	// stays itself), learns the live value of each recorded one from the
+	// frame that matched, and puts it in place of the recorded one in the
+	// frames it sends after that.
+	Invented []Invented
+	// Stream names the event that carries pieces of a byte stream (DAP's
+	// output event: the debuggee's stdout and stderr, split into events as
+	// its writes and the adapter's reads happen to fall). A stand-in
+	// compares the concatenation of the pieces of each stream, not how
+	// they were cut. The zero value: none.
+	Stream StreamEvent
+}
+
+// StreamEvent describes the events that carry pieces of byte streams
+// (Wire.Stream). An event of that name whose Body object holds the Text
+// member (a string) and at most the Key member (a string) is a piece; one
+// with other members (DAP's output with a group, a source, variables or
+// telemetry data) is matched as a frame.
+type StreamEvent struct {
+	Method     string // the event ("output"); "" for none
+	Body       string // the member holding the fields ("body")
+	Text       string // the piece of text ("output")
+	Key        string // the stream it belongs to ("category")
+	DefaultKey string // the stream when Key is absent ("console")
+	// Log lists the streams that are the peer's own log, not its
+	// program's output: their pieces are chatter (matched if they come,
+	// never waited for, never missing), as a log notification is.
+	Log []string
+}
+
+// IsLog reports whether the stream key is one of Log.
+func (s StreamEvent) IsLog(key string) bool {
+	for _, k := range s.Log {
+		if k == key {
+			return true
+		}
+	}
+	return false
+}
+
+// Piece returns the stream and text of v, a decoded event named method,
+// when it is a piece of a byte stream (see StreamEvent).
+func (s StreamEvent) Piece(method string, v any) (key, text string, ok bool) {
+	if s.Method == "" || method != s.Method {
+		return "", "", false
+	}
+	m, _ := v.(map[string]any)
+	body, _ := m[s.Body].(map[string]any)
+	text, ok = body[s.Text].(string)
+	if !ok {
+		return "", "", false
+	}
+	key = s.DefaultKey
+	switch len(body) {
+	case 1:
+	case 2:
+		if key, ok = body[s.Key].(string); !ok {
+			return "", "", false
+		}
+	default:
+		return "", "", false
+	}
+	return key, text, true
+}
+
+// Invented is one member whose number a peer makes up (Wire.Invented).
+type Invented struct {
+	// Path is where the member is, in replay's Ignore syntax
+	// ("/**/threadId", "/body/threads/*/id").
+	Path string
+	// Name is what it holds: values are learnt per name, so a thread id
+	// learnt from /body/threads/0/id is the one sent in
+	// /arguments/threadId.
+	Name string
 }
 
 // IsChatter reports whether a frame of kind and method is chatter.

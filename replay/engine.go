@@ -6,10 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"time"
 
 	"github.com/rpctap/rpctap/cassette"
 	"github.com/rpctap/rpctap/internal/framing"
+	"github.com/rpctap/rpctap/internal/portable"
+	"github.com/rpctap/rpctap/protocol"
 )
 
 type role uint8
@@ -36,8 +40,16 @@ type estep struct {
 	// optional: theirs chatter (a log line, a progress report): matched
 	// if it comes, never waited for, not missed if it does not.
 	optional bool
-	norm     any
-	idx      int // position in the causal sequence
+	// piece: theirs, a piece of a byte stream (protocol.Wire.Stream: DAP's
+	// output event) of stream cat with text; matched by the stream's
+	// concatenation (stream.go), never as a frame. claimed: taken by the
+	// stream's comparison, not yet covered by live text.
+	piece   bool
+	claimed bool
+	cat     string
+	text    string
+	norm    any
+	idx     int // position in the causal sequence
 }
 
 // liveLine is one message from the live side: a line, or the body of a
@@ -57,6 +69,7 @@ type engine struct {
 	role  role
 	o     *options
 	ign   ignoreSet
+	inv   inventedSet // the protocol's invented numbers (invented.go)
 	idKey string
 	// liveCL: the live side frames its messages with Content-Length
 	// headers, so the replay's own replies (refusals) do too.
@@ -81,7 +94,14 @@ type engine struct {
 	eofAt     time.Time       // the live side closed its end, not yet matched to a recorded close
 	eofOpen   bool
 	sigExit   bool // the fake child died of a signal the parent sent
-	missing   int  // recorded frames of the live side never received (finish)
+	// streams: the byte streams of Wire.Stream being compared (stream.go).
+	streams map[string]*stream
+	// lingering: child role, the recorded signals that answered a child
+	// still there after its stdin closed (step.linger), pulled so far.
+	lingering []*estep
+	// stdinClosed: parent role, when the replay closed the child's stdin.
+	stdinClosed time.Time
+	missing     int // recorded frames of the live side never received (finish)
 
 	out    io.Writer          // to the live side
 	errOut io.Writer          // recorded stderr (child role)
@@ -93,6 +113,9 @@ type engine struct {
 	open   int               // index of the first theirs step not done (nor waived)
 	issued map[string]string // ids of requests the replay sent -> their method
 	binds  map[string]string
+	// nums: the invented numbers learnt from the live side, name+" "+the
+	// recorded value -> the live one (inventedSet.learn).
+	nums map[string]string
 	// portableSeeded: the fixed placeholders of portable cassettes are bound
 	// (portable.go).
 	portableSeeded bool
@@ -159,7 +182,11 @@ func newEngine(src Source, r role, o *options) (*engine, error) {
 		return nil, err
 	}
 	e := &engine{name: f.name, conn: conn, d: d, role: r, o: o, ign: ign, issued: map[string]string{},
-		binds: map[string]string{}, known: map[string]bool{}, sp: newStepper(rs, conn, d), cut: f.cut}
+		binds: map[string]string{}, known: map[string]bool{}, sp: newStepper(rs, conn, d), cut: f.cut,
+		inv: compileInvented(append(append([]protocol.Invented(nil), d.w.Invented...), portableNumbers(f.portable)...)), nums: map[string]string{}}
+	if _, ok := f.portable[portable.PID]; ok {
+		e.inv.fresh = map[string]string{portable.PID: strconv.Itoa(os.Getpid())}
+	}
 	if d.idKeyed() {
 		e.idKey = d.responseID()
 	}
@@ -244,6 +271,12 @@ func (e *engine) pull() *estep {
 		st.mine = fromParent == (r == roleParent)
 		st.theirs = !st.mine
 		st.optional = st.theirs && e.d.chatter(st.frame)
+		if st.theirs && e.d.w.Stream.Method != "" && st.frame.Kind == kindEvent && st.frame.Method == e.d.w.Stream.Method {
+			st.cat, st.text, st.piece = e.d.w.Stream.Piece(st.frame.Method, e.value(st.frame))
+			if st.piece && e.d.w.Stream.IsLog(st.cat) {
+				st.piece, st.optional = false, true // the peer's log: chatter
+			}
+		}
 		if st.theirs && len(e.known) < maxKnown {
 			e.known[st.frame.Method] = true
 		}
@@ -252,6 +285,14 @@ func (e *engine) pull() *estep {
 	case stepEOF, stepSignal:
 		st.mine = r == roleParent
 		st.theirs = r == roleChild
+		if st.kind == stepSignal && st.linger && st.theirs {
+			// The recorded parent sent it because the recorded child
+			// lingered after its stdin closed; the fake child does not
+			// linger, so the live parent owes it nothing: matched if it
+			// comes, never waited for, not missed.
+			st.optional = true
+			e.lingering = append(e.lingering, st)
+		}
 	case stepExit:
 		st.mine = r == roleChild
 		if !e.sigExit {
@@ -351,7 +392,11 @@ func (e *engine) value(f *Frame) any {
 
 func (e *engine) normalize(f *Frame) any {
 	if v := e.value(f); v != nil {
-		return e.ign.normalize(v, e.idKey)
+		n := e.ign.normalize(v, e.idKey)
+		if len(e.inv.names) > 0 {
+			n, _ = e.inv.mark(n, nil)
+		}
+		return n
 	}
 	return string(f.Raw)
 }
@@ -560,6 +605,21 @@ func (e *engine) advance(now time.Time) (time.Duration, bool) {
 			return e.o.timeout - now.Sub(e.lastProgress), false
 		}
 		st := e.at(i)
+		if st.kind == stepSignal && st.linger && e.role == roleParent {
+			// Sent only to a child that lingers as the recorded one did:
+			// one that closed its output (it exited at stdin EOF) is
+			// left to end by itself, and one still there gets the
+			// signal after the recorded wait (at most the timeout).
+			if e.liveEOF {
+				st.done = true
+				e.next++
+				continue
+			}
+			wait := min(time.Duration(st.lingerGap), e.o.timeout)
+			if due := e.stdinClosed.Add(wait); !e.stdinClosed.IsZero() && due.After(now) {
+				return due.Sub(now), false
+			}
+		}
 		if e.o.speed > 0 && i > 0 {
 			base := e.start
 			mine := false
@@ -633,8 +693,22 @@ func (e *engine) send(st *estep, now time.Time) bool {
 	switch st.kind {
 	case stepExit:
 		e.exited = st.exit
+		if ex := st.exit; ex.Signal != "" && !e.sigExit {
+			for _, l := range e.lingering {
+				if !l.done && l.sig == ex.Signal {
+					// The recorded child died of a signal its parent sent
+					// only because it lingered; the live parent did not
+					// send it, so the fake child ends as one that exits at
+					// stdin EOF does.
+					e.exited = &Exit{Code: 0}
+					e.res.Exit = e.exited
+					break
+				}
+			}
+		}
 		return true
 	case stepEOF:
+		e.stdinClosed = now
 		if e.closer != nil {
 			if err := e.closer(); err != nil && e.werr == nil {
 				e.werr = fmt.Errorf("closing the child's stdin: %w", err)
@@ -666,6 +740,9 @@ func (e *engine) send(st *estep, now time.Time) bool {
 	}
 	if len(e.border) > 0 && f.json {
 		raw = substitute(raw, e.binds, e.border)
+	}
+	if (len(e.nums) > 0 || e.inv.fresh != nil) && f.json {
+		raw = e.inv.substitute(raw, e.nums)
 	}
 	if f.Kind == kindRequest && f.ID != "" {
 		e.issued[f.ID] = f.Method
@@ -768,7 +845,7 @@ func (e *engine) eachInWindow(fn func(st *estep) bool) {
 	n := 0
 	for i := e.open; n < e.o.window && e.load(i, true); i++ {
 		st := e.at(i)
-		if !st.theirs || st.done || st.waived || st.kind != stepFrame {
+		if !st.theirs || st.done || st.waived || st.kind != stepFrame || st.piece {
 			continue
 		}
 		n++
@@ -789,6 +866,9 @@ func (e *engine) onLine(l liveLine) {
 		f.Dir = dirIn
 	} else {
 		f.Dir = dirOut
+	}
+	if e.livePiece(f, l.t) {
+		return
 	}
 	if e.matchSame(l) {
 		return
@@ -838,7 +918,7 @@ func (e *engine) nearest(f *Frame, cands []*estep) (best *estep, inWindow bool) 
 		examined := 0
 		for i := e.base; examined < 512 && e.load(i, true); i++ {
 			st := e.at(i)
-			if !st.theirs || st.done || st.kind != stepFrame {
+			if !st.theirs || st.done || st.kind != stepFrame || st.piece {
 				continue
 			}
 			examined++
@@ -947,6 +1027,9 @@ func (e *engine) accept(st *estep, f *Frame, t time.Time) {
 	defer func() { st.norm, st.frame.Value = nil, nil }() // matched: free the decoded copy
 	if st.frame.json && f.Value != nil {
 		e.learnPortable(st.frame, f.Value)
+		if len(e.inv.names) > 0 {
+			e.inv.learn(e.value(st.frame), f.Value, nil, e.nums)
+		}
 	}
 	if st.frame.json && f.Value != nil && len(e.ign.pats) > 0 {
 		before := len(e.binds)
@@ -1011,6 +1094,7 @@ func (e *engine) finish() {
 		e.sp.src.close()
 		return
 	}
+	e.finishStreams()
 	w := e.o.report
 	e.o.report = nil // one summary instead of a line each
 	var first []*Frame

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rpctap/rpctap/internal/portable"
+	"github.com/rpctap/rpctap/protocol"
 )
 
 // Portable cassettes (rpctap record --portable, rpctap normalize) hold
@@ -29,6 +30,22 @@ import (
 //     same kind (a new UUID, the time now, a new session id), kept for the
 //     rest of the replay.
 // Matching treats a placeholder as "one or more characters" (portable.Match).
+
+// portableNumbers returns, for a portable cassette whose header lists a
+// family of numbers (portable.NumberKeys: a process id, an epoch time), the
+// members holding them as invented numbers: the number stays in the frame
+// (its JSON type kept), compares as "a number", and is learnt by field. A
+// process id no live frame gave is this process's, as ${RPCTAP_PID} is.
+func portableNumbers(table map[string]string) []protocol.Invented {
+	var out []protocol.Invented
+	for key, family := range portable.NumberKeys {
+		if _, ok := table[family]; ok {
+			out = append(out, protocol.Invented{Path: "/**/" + key, Name: family})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
 
 // seedPortable binds the fixed placeholders once.
 func (e *engine) seedPortable() {

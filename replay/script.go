@@ -119,6 +119,13 @@ type step struct {
 	pair *estep
 	exit *Exit  // stepExit
 	sig  string // stepSignal: "SIGINT", ...
+	// linger (stepSignal): the parent sent the signal after it had closed
+	// the child's stdin, lingerGap ns after that close: it answered a child
+	// that had not exited at stdin EOF. A child that exits at EOF is owed
+	// no such signal (replay), and a fake parent sends it only to a child
+	// that lingers as long (verify).
+	linger    bool
+	lingerGap int64
 
 	stored bool // kind, method and id came from the record (see protocol.Wire.RecordedKinds)
 	parts  bool // a line still being joined from part records

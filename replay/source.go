@@ -26,6 +26,9 @@ type feed struct {
 	name     string
 	protocol string // the cassette's own ("" when it does not say)
 	conns    []int  // connections carrying frames
+	// portable is the header's table of placeholder families (a portable
+	// cassette; nil otherwise).
+	portable map[string]string
 	// lateMeta: meta records read before the replay starts may still name
 	// the protocol (a streamed cassette; a Recording has seen them all).
 	lateMeta bool
@@ -63,7 +66,7 @@ func (s *sliceSource) next() (*cassette.Record, error) {
 func (s *sliceSource) close() error { return nil }
 
 func (r *Recording) feed() (*feed, error) {
-	return &feed{name: r.Name, protocol: r.Protocol, conns: r.Conns(), src: &sliceSource{recs: r.Records}}, nil
+	return &feed{name: r.Name, protocol: r.Protocol, conns: r.Conns(), src: &sliceSource{recs: r.Records}, portable: r.Header.Portable}, nil
 }
 
 // prefixSource gives the records read ahead at start-up (and the error
@@ -203,7 +206,8 @@ func (s *Stream) feed() (*feed, error) {
 		return nil, fmt.Errorf("%s: a Stream is replayed once (open it again, or use Open for a Recording)", s.Name)
 	}
 	s.used = true
-	f := &feed{name: s.Name, protocol: s.Header.Protocol, conns: s.conns, lateMeta: true, src: &streamSource{s: s}, damage: s.Damage}
+	f := &feed{name: s.Name, protocol: s.Header.Protocol, conns: s.conns, lateMeta: true, src: &streamSource{s: s}, damage: s.Damage,
+		portable: s.Header.Portable}
 	f.cut = func(te *cassette.TruncatedError) {
 		if s.Warn != nil {
 			s.Warn(fmt.Sprintf("%s is %v; replayed every complete record", s.Name, te))
@@ -366,6 +370,8 @@ type stepper struct {
 	given   bool   // a step was given
 	open    map[pairKey][]*estep
 	ended   bool
+	eofT    int64 // t of the parent's stdin close (eofSeen)
+	eofSeen bool
 	err     error                    // damage: the replay stops
 	cut     *cassette.TruncatedError // the cassette ends in a cut
 }
@@ -494,8 +500,13 @@ func (sp *stepper) add(rec *cassette.Record) {
 		case rec.Ev == cassette.EventStdinEOF && rec.Conn == conn,
 			rec.Ev == cassette.EventConnClose && rec.Conn == conn && conn != 0:
 			sp.push(step{kind: stepEOF, t: rec.T, frame: &Frame{Record: rec.N, Dir: dirIn, Kind: "eof"}})
+			if !sp.eofSeen {
+				sp.eofSeen, sp.eofT = true, rec.T
+			}
 		case rec.Ev == cassette.EventSignal && rec.Conn == conn && rec.Signal != "":
-			sp.push(step{kind: stepSignal, t: rec.T, sig: rec.Signal,
+			// Signals are recorded only while the child lives, so one
+			// after the stdin close answered a child still there.
+			sp.push(step{kind: stepSignal, t: rec.T, sig: rec.Signal, linger: sp.eofSeen, lingerGap: max(rec.T-sp.eofT, 0),
 				frame: &Frame{Record: rec.N, Dir: dirIn, Kind: "signal", Method: rec.Signal}})
 		case rec.Ev == cassette.EventExit && conn == 0:
 			ex := &Exit{}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rpctap/rpctap/internal/testpeers"
+	"github.com/rpctap/rpctap/replay/replaytest"
 )
 
 // TestPortableACPReplaysInAnotherDir records the ACP Go SDK example client
@@ -133,5 +134,31 @@ func TestPortableMCPReplaysInAnotherDir(t *testing.T) {
 	r := run(t, dirB, "", client, rp, "replay", "--strict", "--no-default-ignores", "--speed", "0", cas)
 	if r.code != 0 || r.stdout != rec.stdout {
 		t.Errorf("replay in another dir: exit %d\n--- replay\n%s\n--- recorded run\n%s\n%s", r.code, r.stdout, rec.stdout, r.stderr)
+	}
+}
+
+// TestNormalizeKeepsNumbers: normalize keeps each JSON type: a process id
+// stays the recorded number (it became the string "${RPCTAP_PID}", which
+// a peer checking "processId: integer | null" rejects), and the header's
+// placeholder table names the family, by which replay learns it by field.
+func TestNormalizeKeepsNumbers(t *testing.T) {
+	t.Parallel()
+	rp := rpctapPath(t)
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "in.cassette"), filepath.Join(dir, "out.cassette")
+	b := replaytest.New("lsp").Event("start")
+	b.In(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"processId":4242,"rootUri":"file:///tmp/x","capabilities":{}}}`)
+	b.Out(`{"jsonrpc":"2.0","id":1,"result":{"capabilities":{}}}`)
+	b.Event("stdin-eof").Exit(0)
+	if err := replaytest.WriteFile(in, b.End(), true); err != nil {
+		t.Fatal(err)
+	}
+	if r := run(t, dir, "", rp, "normalize", in, out); r.code != 0 {
+		t.Fatalf("normalize: exit %d\n%s", r.code, r.stderr)
+	}
+	dump := run(t, dir, "", rp, "cat", out).stdout
+	if !strings.Contains(dump, `"processId":4242,"rootUri":"file://${RPCTAP_TMP}/x"`) || strings.Contains(dump, `"processId":"`) ||
+		!strings.Contains(dump, `"${RPCTAP_PID}":"a process id: the number under processId or pid (kept in the frame)"`) {
+		t.Fatalf("normalized:\n%s", dump)
 	}
 }

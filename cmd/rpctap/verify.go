@@ -147,6 +147,7 @@ func runVerify(path string, argv []string, o *verifyOptions, opts []replay.Optio
 		report = io.Discard
 	}
 	opts = append(opts, replay.WithTimeout(o.Timeout), replay.WithReport(report), replay.WithName("rpctap verify"))
+	sent := map[string]bool{} // the signals verify delivered, as recorded
 	sendSignal := func(name string) error {
 		n := unix.SignalNum(name)
 		if n == 0 {
@@ -154,7 +155,14 @@ func runVerify(path string, argv []string, o *verifyOptions, opts []replay.Optio
 		}
 		// Recorded in its place among the chunks, before it is sent.
 		ch.cmd.Note(tap.Event{Kind: cassette.EventSignal, Signal: name})
-		return ch.cmd.Process.Signal(n)
+		err := ch.cmd.Process.Signal(n)
+		if errors.Is(err, os.ErrProcessDone) {
+			return nil // the child exited first: nothing to end
+		}
+		if err == nil {
+			sent[name] = true
+		}
+		return err
 	}
 	res, runErr := replay.RunParent(context.Background(), rec, childOut, childIn, sendSignal, opts...)
 
@@ -188,7 +196,7 @@ func runVerify(path string, argv []string, o *verifyOptions, opts []replay.Optio
 		return Inputf("verify: %s: %s; verified every readable record", path, replay.DamageSummary(rec.Damage))
 	}
 	divs := res.Divergences
-	if d, ok := exitDivergence(res.Exit, exit, killed, o.Timeout); ok {
+	if d, ok := exitDivergence(res.Exit, exit, killed, sent[exit.Signal], o.Timeout); ok {
 		d.Cassette = path
 		divs = append(divs, d)
 		fmt.Fprintf(stdio.Out, "rpctap verify: %s\n", d.Message)
@@ -215,17 +223,24 @@ func runVerify(path string, argv []string, o *verifyOptions, opts []replay.Optio
 //     any ending of the live child is accepted but a crash of its own;
 //   - no recorded ending (a cassette cut off): only a crash is a difference.
 //
-// A crash is a death by a signal verify did not send.
-func exitDivergence(rec *replay.Exit, live replay.Exit, killed bool, timeout time.Duration) (replay.Divergence, bool) {
+// A crash is a death by a signal verify did not send. sentSig says verify
+// sent the signal the live child died of, as the recording has its parent
+// doing: that death is the recorded outcome when the recorded child died of
+// a signal too (its parent ended it: the MCP Go SDK client sends SIGTERM to
+// a server still there after its stdin closed), and a difference when the
+// recorded child outlived the signal and exited with a code.
+func exitDivergence(rec *replay.Exit, live replay.Exit, killed, sentSig bool, timeout time.Duration) (replay.Divergence, bool) {
 	div := func(format string, a ...any) (replay.Divergence, bool) {
 		return replay.Divergence{Kind: replay.ExitStatus, Message: fmt.Sprintf(format, a...)}, true
 	}
-	crashed := live.Signal != "" && !killed
+	crashed := live.Signal != "" && !killed && !sentSig
 	switch {
 	case rec != nil && rec.Signal == "" && killed:
 		return div("the child did not exit within %v after its stdin closed (killed it); the recorded child exited with %d", timeout, rec.Code)
 	case rec != nil && rec.Signal == "" && crashed:
 		return div("the child died of %s; the recorded child exited with %d", live.Signal, rec.Code)
+	case rec != nil && rec.Signal == "" && live.Signal != "" && !killed:
+		return div("the child died of %s, which verify sent as recorded; the recorded child outlived it and exited with %d", live.Signal, rec.Code)
 	case rec != nil && rec.Signal == "" && live.Code != rec.Code:
 		return div("the child exited with %d, the recorded child with %d", live.Code, rec.Code)
 	case crashed:

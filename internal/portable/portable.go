@@ -6,9 +6,11 @@
 // cassette is replayed or verified.
 //
 // Placeholders are plain text inside JSON strings, so a portable cassette is
-// still valid JSON lines and `zstdcat | jq` still works. A numeric value (a
-// process id, an epoch timestamp) becomes a string placeholder; Fill turns it
-// back into a number. The same original value always gets the same
+// still valid JSON lines and `zstdcat | jq` still works. A number stays a
+// number (each JSON value keeps its type): a process id or an epoch
+// timestamp is a placeholder by its member's name (NumberKeys), which the
+// header's table of placeholders (Kinds) names; replay learns the live
+// value by field. The same original value always gets the same
 // placeholder within a cassette, so a session id that appears in a response
 // and in every later request stays one name.
 //
@@ -42,10 +44,21 @@ var Kinds = map[string]string{
 	Cwd:                   "the session's working directory",
 	Home:                  "the user's home directory",
 	Tmp:                   "the temporary directory",
-	PID:                   "a process id (processId, pid)",
+	PID:                   "a process id: the number under processId or pid (kept in the frame)",
 	"${RPCTAP_SESSION_n}": "a session id (sessionId, session_id)",
 	"${RPCTAP_UUID_n}":    "a UUID",
-	"${RPCTAP_TIME_n}":    "a timestamp (RFC 3339, or epoch under a timestamp key)",
+	"${RPCTAP_TIME_n}":    "a timestamp: RFC 3339 in a string, or the number under a timestamp key (kept in the frame)",
+}
+
+// NumberKeys are the members whose number is a placeholder of the family
+// named, on a cassette whose header lists that family: the number stays in
+// the frame (a string in its place would change the JSON type a peer
+// checks), and replay compares it as "a number" and learns the live one by
+// field.
+var NumberKeys = map[string]string{
+	"processId": PID, "pid": PID,
+	"timestamp": "${RPCTAP_TIME_n}", "timestamp_ms": "${RPCTAP_TIME_n}",
+	"createdAt": "${RPCTAP_TIME_n}", "updatedAt": "${RPCTAP_TIME_n}",
 }
 
 // Context is what one run's values were.
@@ -99,13 +112,6 @@ var (
 // sessionKeys are the members whose string value is a session id (ACP and
 // opi sessionId, synaps and brainwires session_id).
 var sessionKeys = map[string]bool{"sessionId": true, "session_id": true, "sessionID": true}
-
-// pidKeys are the members whose number is a process id (LSP and MCP
-// processId, opi/pi pid).
-var pidKeys = map[string]bool{"processId": true, "pid": true}
-
-// timeKeys are the members whose number is an epoch timestamp.
-var timeKeys = map[string]bool{"timestamp": true, "timestamp_ms": true, "createdAt": true, "updatedAt": true}
 
 func (n *Normalizer) next(family string) string {
 	n.counts[family]++
@@ -202,28 +208,9 @@ func replacePath(s, dir, to string) string {
 	}
 }
 
-// Number returns the placeholder for a number under key, or "" when the
-// number stays.
-func (n *Normalizer) Number(num, key string) string {
-	switch {
-	case pidKeys[key]:
-		n.used[PID] = true
-		return PID
-	case timeKeys[key]:
-		v, err := strconv.ParseFloat(num, 64)
-		if err != nil || v < 1e9 { // not an epoch time (seconds since 2001 or later)
-			return ""
-		}
-		p := n.name("#"+num, "TIME")
-		n.used[p] = true
-		return p
-	}
-	return ""
-}
-
 // Frame returns frame (one valid JSON text) with this run's values replaced,
 // and whether anything changed. Everything else is kept byte for byte: only
-// the string and number tokens that change are rewritten.
+// the string tokens that change are rewritten; numbers stay (NumberKeys).
 func (n *Normalizer) Frame(frame []byte) ([]byte, bool) {
 	var out []byte
 	last := 0 // frame[last:] not copied yet
@@ -254,11 +241,8 @@ func (n *Normalizer) Frame(frame []byte) ([]byte, bool) {
 			for end < len(frame) && strings.IndexByte("0123456789.eE+-", frame[end]) >= 0 {
 				end++
 			}
-			if key != "" {
-				if p := n.Number(string(frame[i:end]), key); p != "" {
-					out = append(append(out, frame[last:i]...), quote(p)...)
-					last = end
-				}
+			if NumberKeys[key] == PID {
+				n.used[PID] = true // the number stays (NumberKeys)
 			}
 			i, key = end, ""
 		case c == '{' || c == '[' || c == ',':

@@ -228,9 +228,12 @@ func editorAnswer(method string, params any) any {
 // dapChild is a scripted debug adapter: it answers initialize, sends the
 // initialized event, launches (asking the client to run a terminal first),
 // sets breakpoints, stops on one, answers stackTrace, refuses an evaluate
-// it cannot do, continues to the program's exit and disconnects.
+// it cannot do, continues to the program's exit and disconnects. Like
+// lldb-vscode, it makes up its thread and stack frame ids anew each run
+// (from its process id) and fails a request naming another.
 func dapChild(in io.Reader, out io.Writer) error {
 	c := &clConn{r: bufio.NewReader(in), w: out}
+	thread, frame := os.Getpid(), 1000+os.Getpid()%1000
 	seq := 0
 	send := func(m map[string]any) error {
 		seq++
@@ -284,13 +287,25 @@ func dapChild(in io.Reader, out io.Writer) error {
 			e = respond(req, true, map[string]any{"breakpoints": []any{map[string]any{"verified": true, "line": 3}}}, "")
 		case "configurationDone":
 			if e = respond(req, true, nil, ""); e == nil {
-				e = event("stopped", map[string]any{"reason": "breakpoint", "threadId": 1})
+				e = event("stopped", map[string]any{"reason": "breakpoint", "threadId": thread})
 			}
 		case "stackTrace":
-			e = respond(req, true, map[string]any{"stackFrames": []any{map[string]any{"id": 1000, "name": "main.main", "line": 3, "column": 1}}, "totalFrames": 1}, "")
+			if arg(req, "threadId") != float64(thread) {
+				e = respond(req, false, nil, fmt.Sprintf("invalid thread %v", arg(req, "threadId")))
+				break
+			}
+			e = respond(req, true, map[string]any{"stackFrames": []any{map[string]any{"id": frame, "name": "main.main", "line": 3, "column": 1}}, "totalFrames": 1}, "")
 		case "evaluate":
+			if arg(req, "frameId") != float64(frame) {
+				e = respond(req, false, nil, fmt.Sprintf("invalid frame %v", arg(req, "frameId")))
+				break
+			}
 			e = respond(req, false, nil, "could not find symbol value for nope")
 		case "continue":
+			if arg(req, "threadId") != float64(thread) {
+				e = respond(req, false, nil, fmt.Sprintf("invalid thread %v", arg(req, "threadId")))
+				break
+			}
 			if e = respond(req, true, map[string]any{"allThreadsContinued": true}, ""); e == nil {
 				if e = event("output", map[string]any{"category": "stdout", "output": "hello\n"}); e == nil {
 					if e = event("exited", map[string]any{"exitCode": 0}); e == nil {
@@ -309,13 +324,22 @@ func dapChild(in io.Reader, out io.Writer) error {
 	}
 }
 
+// arg returns the request's argument name (nil when absent).
+func arg(req map[string]any, name string) any {
+	a, _ := req["arguments"].(map[string]any)
+	return a[name]
+}
+
 // dapParent drives a debug adapter through dapChild's script and prints
-// what it got.
+// what it got. As a development tool does, it sends back the thread id of
+// the stopped event and the stack frame id of the stack trace, and fails
+// when a request it needed failed.
 func dapParent(argv []string) error {
 	cmd, c, stdin, err := startChild(argv)
 	if err != nil {
 		return err
 	}
+	var thread, frame any
 	seq := 0
 	// call sends a request and waits for its response, printing events and
 	// answering runInTerminal meanwhile.
@@ -337,6 +361,9 @@ func dapParent(argv []string) error {
 			switch r["type"] {
 			case "event":
 				fmt.Printf("event %v\n", r["event"])
+				if b, _ := r["body"].(map[string]any); r["event"] == "stopped" && b != nil {
+					thread = b["threadId"]
+				}
 			case "request":
 				seq++
 				fmt.Printf("reverse request %v\n", r["command"])
@@ -354,20 +381,48 @@ func dapParent(argv []string) error {
 	}
 	steps := []struct {
 		cmd  string
-		args any
+		args func() any
 	}{
-		{"initialize", map[string]any{"clientID": "testpeer", "adapterID": "scripted", "linesStartAt1": true, "columnsStartAt1": true}},
-		{"launch", map[string]any{"program": "/w/main.go"}},
-		{"setBreakpoints", map[string]any{"source": map[string]any{"path": "/w/main.go"}, "breakpoints": []any{map[string]any{"line": 3}}}},
-		{"configurationDone", nil},
-		{"stackTrace", map[string]any{"threadId": 1}},
-		{"evaluate", map[string]any{"expression": "nope", "frameId": 1000}},
-		{"continue", map[string]any{"threadId": 1}},
-		{"disconnect", map[string]any{"restart": false}},
+		{"initialize", func() any {
+			return map[string]any{"clientID": "testpeer", "adapterID": "scripted", "linesStartAt1": true, "columnsStartAt1": true}
+		}},
+		{"launch", func() any { return map[string]any{"program": "/w/main.go"} }},
+		{"setBreakpoints", func() any {
+			return map[string]any{"source": map[string]any{"path": "/w/main.go"}, "breakpoints": []any{map[string]any{"line": 3}}}
+		}},
+		{"configurationDone", func() any { return nil }},
+		{"stackTrace", func() any { return map[string]any{"threadId": thread} }},
+		{"evaluate", func() any { return map[string]any{"expression": "nope", "frameId": frame} }},
+		{"continue", func() any { return map[string]any{"threadId": thread} }},
+		{"disconnect", func() any { return map[string]any{"restart": false} }},
 	}
 	for _, s := range steps {
-		if _, err := call(s.cmd, s.args); err != nil {
+		for s.cmd == "stackTrace" && thread == nil {
+			// The stopped event follows configurationDone's response.
+			r, err := c.read()
+			if err != nil {
+				return fmt.Errorf("waiting for the stopped event: %w", err)
+			}
+			if r["type"] == "event" {
+				fmt.Printf("event %v\n", r["event"])
+				if b, _ := r["body"].(map[string]any); r["event"] == "stopped" && b != nil {
+					thread = b["threadId"]
+				}
+			}
+		}
+		r, err := call(s.cmd, s.args())
+		if err != nil {
 			return err
+		}
+		b, _ := r["body"].(map[string]any)
+		switch s.cmd {
+		case "stackTrace":
+			if fs, _ := b["stackFrames"].([]any); len(fs) > 0 {
+				frame = fs[0].(map[string]any)["id"]
+			}
+		}
+		if r["success"] != true && s.cmd != "evaluate" {
+			return fmt.Errorf("%s failed: %v", s.cmd, r["message"])
 		}
 	}
 	stdin.Close()

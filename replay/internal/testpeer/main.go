@@ -37,7 +37,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: testpeer synaps-child|opi-child|dap-child|synaps-parent|opi-parent|mcp-parent|lsp-parent|dap-parent [CMD ARGS...]")
+		fmt.Fprintln(os.Stderr, "usage: testpeer synaps-child|opi-child|dap-child|synaps-parent|opi-parent|mcp-parent|lsp-parent|dap-parent|dap-debug [CMD ARGS...]")
 		os.Exit(2)
 	}
 	var err error
@@ -58,6 +58,8 @@ func main() {
 		err = dapChild(os.Stdin, os.Stdout)
 	case "dap-parent":
 		err = dapParent(args)
+	case "dap-debug":
+		err = dapDebug(args)
 	default:
 		err = fmt.Errorf("unknown mode %q", mode)
 	}
