@@ -23,6 +23,7 @@ func (mcpProto) Wire() Wire {
 }
 
 func (mcpProto) Classify(_ Dir, frame []byte) Info { return classifyRPC(frame) }
+func (mcpProto) classifiesRPC()                    {}
 
 // The client opens with initialize (or, in the stateless 2026 draft, with
 // server/discover); ping may come before it.
