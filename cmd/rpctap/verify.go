@@ -172,7 +172,7 @@ func runVerify(path string, argv []string, o *verifyOptions, opts []replay.Optio
 	<-errDone
 
 	if upd != nil {
-		why := worseRun(rec, res, runErr, exit, killed, o)
+		why := worseRun(rec, res, runErr, exit, killed, sent[exit.Signal], o)
 		if why != "" && !o.Force {
 			upd.abandon()
 			return Findingsf("verify --update: %s; %s left as it was (add --force to take this run anyway)", why, path)
@@ -255,12 +255,13 @@ func exitDivergence(rec *replay.Exit, live replay.Exit, killed, sentSig bool, ti
 // otherwise than recorded, stopped reading before every recorded parent
 // frame was sent, or never sent frames it sent in the recording (a live
 // frame that differs from its recorded one is a mismatch, not missing: that
-// is what --update is for).
-func worseRun(rec *replay.Recording, res *replay.Result, runErr error, live replay.Exit, killed bool, o *verifyOptions) string {
+// is what --update is for). sentSig is exitDivergence's: verify sent the
+// signal the live child died of, as recorded.
+func worseRun(rec *replay.Recording, res *replay.Result, runErr error, live replay.Exit, killed, sentSig bool, o *verifyOptions) string {
 	if runErr != nil && res == nil {
 		return fmt.Sprintf("the run failed (%v)", runErr)
 	}
-	if d, ok := exitDivergence(res.Exit, live, killed, o.Timeout); ok {
+	if d, ok := exitDivergence(res.Exit, live, killed, sentSig, o.Timeout); ok {
 		return d.Message
 	}
 	if killed {
