@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -124,6 +125,9 @@ func TestRecordJSONForms(t *testing.T) {
 	cl := NewLineRecord(KindFrame, DirOut, []byte(`{"id":1}`), "")
 	cl.N, cl.T, cl.Hdr = 7, 11, "Content-Length: 8\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n"
 	recs = append(recs, cl)
+	red := NewLineRecord(KindFrame, DirOut, []byte(`{"id":1,"params":{"a/b":"[REDACTED]"}}`), "")
+	red.N, red.T, red.Redacted, red.RedactedAt = 8, 12, true, []string{"/params/a~1b", ""}
+	recs = append(recs, red)
 	for _, r := range recs {
 		enc, err := json.Marshal(r)
 		if err != nil {
@@ -135,6 +139,9 @@ func TestRecordJSONForms(t *testing.T) {
 		}
 		if again := got.AppendJSON(nil); !bytes.Equal(again, enc) {
 			t.Errorf("round trip differs:\n%s\n%s", enc, again)
+		}
+		if !reflect.DeepEqual(got.RedactedAt, r.RedactedAt) {
+			t.Errorf("redactedAt %q came back as %q", r.RedactedAt, got.RedactedAt)
 		}
 		if r.Hdr != "" && string(got.Line()) != r.Hdr+`{"id":1}` {
 			t.Errorf("a Content-Length record's line is %q, want header and body", got.Line())

@@ -182,6 +182,9 @@ func (r *Record) AppendJSON(dst []byte) []byte {
 	if r.Redacted {
 		dst = append(dst, `,"redacted":true`...)
 	}
+	if len(r.RedactedAt) > 0 {
+		dst = appendStrings(dst, "redactedAt", r.RedactedAt)
+	}
 	dst = appendOptString(dst, "kind", r.Kind)
 	dst = appendOptString(dst, "method", r.Method)
 	if len(r.ID) > 0 {
@@ -360,6 +363,7 @@ type wire struct {
 	Hdr      string          `json:"hdr"`
 	Part     bool            `json:"part"`
 	Redacted bool            `json:"redacted"`
+	RedAt    []string        `json:"redactedAt"`
 	Kind     string          `json:"kind"`
 	Method   string          `json:"method"`
 	ID       json.RawMessage `json:"id"`
@@ -445,7 +449,7 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 		r.EOL = *w.EOL
 	}
 	r.checked = r.JSON != nil
-	r.Hdr, r.Part, r.Redacted = w.Hdr, w.Part, w.Redacted
+	r.Hdr, r.Part, r.Redacted, r.RedactedAt = w.Hdr, w.Part, w.Redacted, w.RedAt
 	r.Kind, r.Method, r.ID = w.Kind, w.Method, w.ID
 	r.Ev, r.Argv, r.Cwd, r.PID, r.Exit = w.Ev, w.Argv, w.Cwd, w.PID, w.Exit
 	r.Signal, r.Bytes, r.Msg = w.Signal, w.Bytes, w.Msg

@@ -171,6 +171,8 @@ func (d *fdec) field(key string, w *wire) bool {
 		return d.bool(&w.Part)
 	case "redacted":
 		return d.bool(&w.Redacted)
+	case "redactedAt":
+		return d.strs(&w.RedAt)
 	case "kind":
 		return d.str(&w.Kind)
 	case "method":

@@ -105,6 +105,11 @@ type Record struct {
 	// the next record of the same direction and connection continues it.
 	Part     bool `json:"part,omitempty"`
 	Redacted bool `json:"redacted,omitempty"` // secrets in the payload were replaced
+	// RedactedAt lists where the recorder's secret rules replaced a value:
+	// the JSON pointer of each, in the order of the frame ("" for a token
+	// in a line that is not JSON). Format 1.2; absent on older cassettes
+	// and on records only the portable stage changed.
+	RedactedAt []string `json:"redactedAt,omitempty"`
 
 	// Classification of a frame by the protocol layer (cheap, done at record time).
 	Kind   string          `json:"kind,omitempty"`   // request, response, notification, event, handshake, invalid

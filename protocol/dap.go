@@ -188,8 +188,23 @@ func (dapProto) NewLifecycle() Lifecycle { return &dapLife{} }
 type dapLife struct {
 	lastSeq      [2]int64
 	seqSeen      [2]bool
+	seqs         [2]dapSeqs
+	rec          uint64 // the record of the frame Frame is looking at
 	initAnswered bool
 }
+
+// dapSeqs sums up one side's sequence numbers for dap.seq-order, which is
+// reported once per side at the end of the session: an adapter that gets
+// seq wrong gets it wrong on every message (lldb-vscode 14 sends seq 0 on
+// all of them), and one finding per frame would bury everything else.
+type dapSeqs struct {
+	messages, wrong int
+	first           Violation // about the first message out of sequence
+	same            bool      // every message so far had the same seq
+	seq             int64     // that seq
+}
+
+func (l *dapLife) noteRecord(rec uint64) { l.rec = rec }
 
 // DAP lifecycle codes.
 const (
@@ -205,12 +220,22 @@ func (l *dapLife) Frame(dir Dir, info Info, frame []byte) []Violation {
 		// ID). The seq for the first message sent by a client or debug
 		// adapter is 1, and for each subsequent message is 1 greater than
 		// the previous message sent by that actor."
+		sq := &l.seqs[dir]
 		want := l.lastSeq[dir] + 1
 		if seq != want {
-			vs = append(vs, Violation{Code: CodeDAPSeq, Severity: SevWarning, Pointer: "/seq",
-				Message: fmt.Sprintf("seq %d from the %s; the previous message from that side had seq %d, so this one should be %d", seq, sideName(dir), l.lastSeq[dir], want)})
+			if sq.wrong == 0 {
+				msg := fmt.Sprintf("the %s's first message has seq %d; a side's first message has seq 1", dapSide(dir), seq)
+				if l.seqSeen[dir] {
+					msg = fmt.Sprintf("seq %d from the %s after its seq %d; the next should be %d", seq, dapSide(dir), l.lastSeq[dir], want)
+				}
+				sq.first = Violation{Code: CodeDAPSeq, Severity: SevWarning, Pointer: "/seq", Record: l.rec, Message: msg}
+			}
+			sq.wrong++
 		}
-		l.lastSeq[dir] = seq
+		sq.same = sq.messages == 0 || sq.same && seq == sq.seq
+		sq.seq = seq
+		sq.messages++
+		l.lastSeq[dir], l.seqSeen[dir] = seq, true
 	}
 	if dir == FromChild {
 		switch {
@@ -227,4 +252,32 @@ func (l *dapLife) Frame(dir Dir, info Info, frame []byte) []Violation {
 	return vs
 }
 
-func (l *dapLife) End() []Violation { return nil }
+// End reports dap.seq-order once per side that broke it, at its first
+// message out of sequence, with how many were.
+func (l *dapLife) End() []Violation {
+	var vs []Violation
+	for _, d := range [2]Dir{FromParent, FromChild} {
+		sq := l.seqs[d]
+		if sq.wrong == 0 {
+			continue
+		}
+		v := sq.first
+		if sq.wrong > 1 {
+			all := ""
+			if sq.same {
+				all = fmt.Sprintf(", every one with seq %d", sq.seq)
+			}
+			v.Message = fmt.Sprintf("%d of the %s's %d messages were out of sequence%s; here the first: %s", sq.wrong, dapSide(d), sq.messages, all, v.Message)
+		}
+		vs = append(vs, v)
+	}
+	return vs
+}
+
+// dapSide names a side as DAP does.
+func dapSide(d Dir) string {
+	if d == FromParent {
+		return "client"
+	}
+	return "debug adapter"
+}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/rpctap/rpctap/internal/framing"
+	"github.com/rpctap/rpctap/internal/redact"
 )
 
 // lspProto is the Language Server Protocol (3.17): JSON-RPC 2.0 framed by
@@ -34,6 +35,24 @@ func (lspProto) Wire() Wire {
 		Chatter: []string{"window/logMessage", "window/showMessage", "telemetry/event", "$/progress", "$/logTrace"}}
 }
 
+// NotSecret: LSP's progress tokens, "type ProgressToken = integer |
+// string". $/progress carries "The progress token provided by the client or
+// server", window/workDoneProgress/create "The token to be used to report
+// progress" (and /cancel the same token); a request's workDoneToken and
+// partialResultToken are ProgressTokens too. The sender picks it to pair
+// reports with a request: a correlation id, never a credential. (Secret keys
+// match whole names, so today only "token" needs this; the request members
+// are listed so the list is the spec's, whatever keys are added later.)
+func (lspProto) NotSecret() []redact.Field {
+	return []redact.Field{
+		{Method: "$/progress", Pointer: "/params/token"},
+		{Method: "window/workDoneProgress/create", Pointer: "/params/token"},
+		{Method: "window/workDoneProgress/cancel", Pointer: "/params/token"},
+		{Pointer: "/params/workDoneToken"},
+		{Pointer: "/params/partialResultToken"},
+	}
+}
+
 // Handshake: "The initialize request is sent as the first request from the
 // client to the server."
 func (lspProto) HandshakeDir() Dir { return FromParent }
@@ -46,11 +65,31 @@ func (lspProto) IsHandshake(_ Dir, info Info) bool {
 // implementation dependent".
 const CodeLSPUnknownMethod = "lsp.unknown-method"
 
+// CodeLSPVoidParams: shutdown or exit carries a params member, {} or null
+// or anything. LSP: "Shutdown Request ...
+// params: void", "Exit Notification ... params: void": no params at all.
+// Editors shipped `"params": {}` and `"params": null` on them (Zed, mcpls),
+// and servers reject both (rust-analyzer, HLS, ty; tsgo, serve-d, Rome).
+const CodeLSPVoidParams = "lsp.void-params"
+
 func (lspProto) Validate(dir Dir, frame []byte, info Info) []Violation {
 	vs := validateRPCMethods(dir, frame, info, lspCatalogue, nil)
 	for i := range vs {
 		if vs[i].Code == CodeLSPUnknownMethod {
 			vs[i].Severity = SevInfo
+		}
+	}
+	if info.Kind == Request && info.Method == "shutdown" || info.Kind == Notification && info.Method == "exit" {
+		if p := memberOf(frame, "params"); p != nil {
+			// One finding, this one, rather than jsonrpc.null-params too.
+			kept := vs[:0]
+			for _, v := range vs {
+				if v.Code != "jsonrpc.null-params" {
+					kept = append(kept, v)
+				}
+			}
+			vs = append(kept, Violation{Code: CodeLSPVoidParams, Severity: SevWarning, Pointer: "/params",
+				Message: fmt.Sprintf(`LSP gives %s "params: void": send no params member; servers reject "params": %s`, info.Method, excerpt(p, 20))})
 		}
 	}
 	return vs

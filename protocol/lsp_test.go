@@ -169,3 +169,64 @@ func TestShortBodyOnTheWayOut(t *testing.T) {
 		}
 	}
 }
+
+// TestDAPSeqOrderOncePerSide: an adapter that sends seq 0 on every message
+// (lldb-vscode 14) gets one dap.seq-order per side, at its first message,
+// with the count, and no talk of a previous message where there was none
+// (it was reported 17 times, the first saying "the previous message from
+// that side had seq 0"). A client that skips once gets its own finding.
+func TestDAPSeqOrderOncePerSide(t *testing.T) {
+	p, _ := Lookup("dap")
+	lines := []string{
+		`in {"seq":1,"type":"request","command":"initialize","arguments":{"adapterID":"lldb"}}`,
+		`out {"seq":0,"type":"response","request_seq":1,"success":true,"command":"initialize"}`,
+		`out {"seq":0,"type":"event","event":"initialized"}`,
+		`in {"seq":2,"type":"request","command":"threads"}`,
+		`out {"seq":0,"type":"response","request_seq":2,"success":true,"command":"threads","body":{"threads":[]}}`,
+		`in {"seq":4,"type":"request","command":"disconnect"}`,
+		`out {"seq":0,"type":"response","request_seq":4,"success":true,"command":"disconnect"}`,
+	}
+	vs, _ := runSteps(p, mustSteps(t, lines...))
+	var got []string
+	for _, v := range vs {
+		if v.Code == CodeDAPSeq {
+			got = append(got, fmt.Sprintf("%d %s: %s", v.Record, v.Severity, v.Message))
+		}
+	}
+	want := []string{
+		"6 warning: seq 4 from the client after its seq 2; the next should be 3",
+		"2 warning: 4 of the debug adapter's 4 messages were out of sequence, every one with seq 0; here the first: the debug adapter's first message has seq 0; a side's first message has seq 1",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("dap.seq-order findings:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestLSPVoidParams: shutdown and exit have "params: void"; "params": {}
+// on them is a warning like "params": null (one finding each, citing void),
+// while an absent params is clean.
+func TestLSPVoidParams(t *testing.T) {
+	p, _ := Lookup("lsp")
+	open := []string{lspInit, lspInitRes, lspInitd}
+	for _, c := range []struct {
+		shutdown, exit string
+		want           []string
+	}{
+		{lspShutdown, `in {"jsonrpc":"2.0","method":"exit"}`, nil},
+		{`in {"jsonrpc":"2.0","id":9,"method":"shutdown","params":{}}`, `in {"jsonrpc":"2.0","method":"exit","params":{}}`,
+			[]string{`4 warning lsp.void-params /params: LSP gives shutdown "params: void": send no params member; servers reject "params": {}`,
+				`6 warning lsp.void-params /params: LSP gives exit "params: void": send no params member; servers reject "params": {}`}},
+		{`in {"jsonrpc":"2.0","id":9,"method":"shutdown","params":null}`, `in {"jsonrpc":"2.0","method":"exit","params":null}`,
+			[]string{`4 warning lsp.void-params /params: LSP gives shutdown "params: void": send no params member; servers reject "params": null`,
+				`6 warning lsp.void-params /params: LSP gives exit "params: void": send no params member; servers reject "params": null`}},
+	} {
+		vs, _ := runSteps(p, mustSteps(t, append(append([]string{}, open...), c.shutdown, lspShutRes, c.exit)...))
+		var got []string
+		for _, v := range vs {
+			got = append(got, fmt.Sprintf("%d %s %s %s: %s", v.Record, v.Severity, v.Code, v.Pointer, v.Message))
+		}
+		if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+			t.Errorf("%s then %s:\n%s\nwant\n%s", c.shutdown, c.exit, strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+		}
+	}
+}

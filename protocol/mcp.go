@@ -1,9 +1,11 @@
 package protocol
 
 import (
+	"fmt"
 	"sync"
 
 	"github.com/rpctap/rpctap/internal/jsonscan"
+	"github.com/rpctap/rpctap/internal/redact"
 )
 
 // mcpProto is the Model Context Protocol over stdio: JSON-RPC 2.0, the
@@ -25,6 +27,19 @@ func (mcpProto) Wire() Wire {
 func (mcpProto) Classify(_ Dir, frame []byte) Info { return classifyRPC(frame) }
 func (mcpProto) classifiesRPC()                    {}
 
+// NotSecret: MCP's progress token (Progress): a requester "includes a
+// progressToken in the request metadata"; "Progress tokens MUST be a string
+// or integer value" and "can be chosen by the client using any means, but
+// MUST be unique across all active requests"; notifications/progress
+// carries it back in params.progressToken. A correlation id, not a
+// credential.
+func (mcpProto) NotSecret() []redact.Field {
+	return []redact.Field{
+		{Pointer: "/params/_meta/progressToken"},
+		{Method: "notifications/progress", Pointer: "/params/progressToken"},
+	}
+}
+
 // The client opens with initialize (or, in the stateless 2026 draft, with
 // server/discover); ping may come before it.
 func (mcpProto) HandshakeDir() Dir { return FromParent }
@@ -33,9 +48,16 @@ func (mcpProto) IsHandshake(_ Dir, info Info) bool {
 }
 func (mcpProto) AllowedBeforeHandshake(_ Dir, info Info) bool { return info.Method == "ping" }
 
-// CodeMCPUnknownMethod is reported as a warning: MCP has no reserved
-// extension namespace and adds methods often; peers answer -32601.
+// CodeMCPUnknownMethod is info: MCP has no reserved extension namespace
+// and adds methods often; peers answer -32601.
 const CodeMCPUnknownMethod = "mcp.unknown-method"
+
+// CodeMCPUnknownMethodRefused is a warning on the -32601 answer to a
+// request whose method MCP does not define: JSON-RPC 2.0's "-32601 Method
+// not found: The method does not exist / is not available" from the peer,
+// on a method not in MCP either, is proof on the wire that the request was
+// not understood (a typo such as tools/run), not a newer revision's method.
+const CodeMCPUnknownMethodRefused = "mcp.unknown-method-refused"
 
 // CancelledID: notifications/cancelled names the sender's own request in
 // params.requestId; MCP (Cancellation): "The receiver of a cancellation
@@ -73,7 +95,21 @@ func mcpValidate(dir Dir, frame []byte, info Info, idx *jsonscan.Index) []Violat
 			vs[i].Severity = SevInfo
 		}
 	}
+	if info.Kind == Response && info.Method != "" && string(nestedMember(frame, "error", "code")) == "-32601" {
+		if _, known := mcpMethods[info.Method]; !known {
+			vs = append(vs, Violation{Code: CodeMCPUnknownMethodRefused, Severity: SevWarning, Pointer: "/error/code",
+				Message: fmt.Sprintf("the %s refused %q with -32601 (Method not found), and MCP has no such method either: the request was not understood (a misspelt method?)", peerOf(dir), info.Method)})
+		}
+	}
 	return vs
+}
+
+// peerOf names the MCP side that sent a frame going dir.
+func peerOf(dir Dir) string {
+	if dir == FromChild {
+		return "server"
+	}
+	return "client"
 }
 
 // sniffMCP: initialize with a date-string protocolVersion (ACP's is an

@@ -1,6 +1,10 @@
 package protocol
 
-import "testing"
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
 
 func TestDetectACPvsMCP(t *testing.T) {
 	cases := map[string]string{
@@ -95,5 +99,43 @@ func TestMCPCleanSession(t *testing.T) {
 	}
 	if infos[5].Method != "sampling/createMessage" || infos[7].Method != "tools/call" {
 		t.Errorf("responses not paired: %+v %+v", infos[5], infos[7])
+	}
+}
+
+// TestMCPUnknownMethodRefused: a request whose method MCP does not define
+// is info while the peer answers it (a newer revision's method, an
+// extension); refused with -32601 by the peer it is a warning at the
+// refusal (a typo such as tools/run). A known method refused with -32601
+// (a server without that feature) is neither.
+func TestMCPUnknownMethodRefused(t *testing.T) {
+	p, _ := Lookup("mcp")
+	lines := []string{
+		`in {"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`,
+		`out {"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}`,
+		`in {"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`in {"jsonrpc":"2.0","id":2,"method":"tools/run","params":{"name":"echo"}}`,
+		`out {"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"Method not found"}}`,
+		`in {"jsonrpc":"2.0","id":3,"method":"acme/status"}`,
+		`out {"jsonrpc":"2.0","id":3,"result":{"ok":true}}`,
+		`in {"jsonrpc":"2.0","id":4,"method":"resources/list"}`,
+		`out {"jsonrpc":"2.0","id":4,"error":{"code":-32601,"message":"Method not found"}}`,
+	}
+	vs, _ := runSteps(p, mustSteps(t, lines...))
+	var got []string
+	for _, v := range vs {
+		got = append(got, fmt.Sprintf("%d %s %s %s", v.Record, v.Severity, v.Code, v.Pointer))
+	}
+	want := []string{
+		"4 info mcp.unknown-method /method",
+		"5 warning mcp.unknown-method-refused /error/code",
+		"6 info mcp.unknown-method /method",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("findings:\n%s\nwant\n%s%s", strings.Join(got, "\n"), strings.Join(want, "\n"), fmtViolations(vs))
+	}
+	for _, v := range vs {
+		if v.Code == CodeMCPUnknownMethodRefused && !strings.Contains(v.Message, `the server refused "tools/run" with -32601`) {
+			t.Errorf("message: %s", v.Message)
+		}
 	}
 }

@@ -104,6 +104,13 @@ type Lifecycle interface {
 	End() []Violation
 }
 
+// recordNoter is a Lifecycle that reports at End about a frame it saw
+// earlier (a finding summed over the session, placed at its first frame):
+// it is told each frame's record number before Frame sees the frame.
+type recordNoter interface {
+	noteRecord(rec uint64)
+}
+
 // NonJSONAccepter is implemented by protocols whose frames need not be JSON
 // (raw). For the others the Session reports non-JSON frames itself and does
 // not call Validate on them.
@@ -359,6 +366,9 @@ func (s *sessionState) frame(rec uint64, dir Dir, frame []byte, validJSON bool, 
 	}
 
 	if s.life != nil {
+		if r, ok := s.life.(recordNoter); ok {
+			r.noteRecord(rec)
+		}
 		vs = append(vs, s.life.Frame(dir, info, frame)...)
 	}
 

@@ -59,7 +59,11 @@ func RenderDetail(r *cassette.Record, row Row, viols []cassette.Record, color bo
 		b.WriteByte('\n')
 	}
 	if r.Redacted {
-		b.WriteString(c("[gray]", "secrets in this frame were redacted when it was recorded"))
+		msg := "secrets in this frame were redacted when it was recorded"
+		if len(r.RedactedAt) > 0 && r.RedactedAt[0] != "" {
+			msg += ": " + strings.Join(r.RedactedAt, ", ")
+		}
+		b.WriteString(c("[gray]", msg))
 		b.WriteByte('\n')
 	}
 	for _, v := range viols {

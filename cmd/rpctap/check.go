@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/redact"
 	"github.com/rpctap/rpctap/protocol"
 	"github.com/rpctap/rpctap/replay"
 	"github.com/spf13/pflag"
@@ -325,12 +326,13 @@ type checker struct {
 	lastT    int64 // t of the last record of the session read
 	lastN    uint64
 	lostTail bool // damage ran to the end of the file
+	portable bool // the header has a portable table: "redacted" alone may mean run values were replaced
 }
 
 // checkRecords judges the records of one cassette.
 func checkRecords(name string, h cassette.Header, src recordSource, forced protocol.Protocol) (*checkReport, error) {
 	c := &checker{rep: &checkReport{File: name, Stored: h.Protocol}, forced: forced, stored: h.Protocol,
-		conns: map[int]*connCheck{}, closedAt: map[int]uint64{}}
+		conns: map[int]*connCheck{}, closedAt: map[int]uint64{}, portable: len(h.Portable) > 0}
 	if forced != nil {
 		c.rep.Protocol, c.rep.ProtocolSource = forced.Name(), "flag"
 	}
@@ -414,6 +416,28 @@ func (c *checker) record(rec *cassette.Record) {
 	}
 }
 
+// CodeRedacted is the info finding on a frame that the recorder's
+// redaction changed: the cassette does not hold the frame exactly as the
+// wire carried it (docs/cassette-format.md, section 6).
+const CodeRedacted = "cassette.redacted"
+
+func redactedFinding(rec *cassette.Record) checkFinding {
+	f := checkFinding{Code: CodeRedacted, Severity: string(protocol.SevInfo), Record: rec.N, Conn: rec.Conn, Dir: string(rec.D)}
+	switch at := rec.RedactedAt; {
+	case len(at) == 0:
+		f.Message = fmt.Sprintf("the recorder replaced secrets with %q before writing the frame (which, a cassette older than format 1.2 does not say)", redact.Placeholder)
+	case len(at) == 1 && at[0] == "":
+		f.Message = fmt.Sprintf("the recorder replaced the token after \"Bearer \" with %s before writing the line", redact.Placeholder)
+	case len(at) == 1:
+		f.Pointer = at[0]
+		f.Message = fmt.Sprintf("the recorder replaced this value with %q before writing the frame", redact.Placeholder)
+	default:
+		f.Pointer = at[0]
+		f.Message = fmt.Sprintf("the recorder replaced %d values with %q before writing the frame: %s", len(at), redact.Placeholder, strings.Join(at, ", "))
+	}
+	return f
+}
+
 // conn returns connection n's state, starting it at its first record.
 func (c *checker) conn(n int) *connCheck {
 	cc, ok := c.conns[n]
@@ -429,6 +453,9 @@ func (c *checker) conn(n int) *connCheck {
 
 // frame joins the parts of a message and hands whole ones to the Judge.
 func (c *checker) frame(rec *cassette.Record) {
+	if len(rec.RedactedAt) > 0 || rec.Redacted && !c.portable {
+		c.rep.add(redactedFinding(rec))
+	}
 	cc := c.conn(rec.Conn)
 	payload := rec.Payload()
 	if rec.Part {

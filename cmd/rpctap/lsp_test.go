@@ -86,14 +86,32 @@ func TestLSPGopls(t *testing.T) {
 	gopls := testpeers.Gopls(t)
 	peer := testpeers.Tool(t, "testpeer")
 	ws := goModule(t)
-	cas := filepath.Join(t.TempDir(), "gopls.cassette")
-	out := testpeers.Record(t, rp, ws, cas, "", 90*time.Second, []string{peer, "lsp-parent"}, gopls)
+	tmp := t.TempDir()
+	cas, wrote := filepath.Join(tmp, "gopls.cassette"), filepath.Join(tmp, "gopls.out")
+	// tee keeps the bytes gopls wrote, to hold the cassette to them.
+	out := testpeers.Record(t, rp, ws, cas, "", 90*time.Second, []string{peer, "lsp-parent"}, "sh", "-c", `"$0" | tee "$1"`, gopls, wrote)
 	live := answers(out, "initialize:", "hover:", "definition:", "shutdown:")
 	if !strings.Contains(live, `hover: "func Greet(name string) string`) || !strings.Contains(live, "definition: main.go:5:5") {
 		t.Fatalf("the editor did not get gopls's answers through rpctap record:\n%s", out)
 	}
 
 	f := checkClean(t, cas, "lsp")
+	// Recorded with the default flags, the cassette gives back every byte
+	// gopls wrote: its progress tokens are correlation ids, not secrets
+	// (failed before LSP declared them: 28 bytes short, "token":"[REDACTED]").
+	raw, err := os.ReadFile(wrote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, got, errs := runMain("cat", "--raw", "-d", "out", cas); code != 0 || got != string(raw) {
+		t.Errorf("cat --raw -d out: exit %d, %d bytes, gopls wrote %d %s", code, len(got), len(raw), errs)
+	}
+	if !bytes.Contains(raw, []byte(`"method":"$/progress","params":{"token":`)) {
+		t.Errorf("gopls sent no $/progress with a token: the test shows nothing")
+	}
+	if f.Counts[CodeRedacted] != 0 {
+		t.Errorf("check lists %d redacted frames in a session without secrets", f.Counts[CodeRedacted])
+	}
 	recs, err := readCassette(cas)
 	if err != nil {
 		t.Fatal(err)

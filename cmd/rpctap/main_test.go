@@ -25,6 +25,7 @@ func TestMain(m *testing.M) {
 		"rpctap": func() {
 			os.Exit(Main(os.Args[1:], Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
 		},
+		"rpctap-wrap": func() { os.Exit(wrapMain(os.Args[1:])) }, // the peer matrix's tee (peer_wrap_test.go)
 	})
 }
 

@@ -177,10 +177,11 @@ func run(path string, w Writer, o Options, progress func(Progress), rep *Report)
 	h := rd.Header()
 	created, _ := time.Parse(time.RFC3339Nano, h.Created)
 	s := Session{File: path, Protocol: h.Protocol, Created: created}
-	red := o.Redactor
-	if red == nil {
-		red = redact.Default()
+	base := o.Redactor
+	if base == nil {
+		base = redact.Default()
 	}
+	red, redFor := base, ""
 	pending := map[string]*Frame{} // dir+id -> request
 	var order []string             // pending keys in arrival order, for the requests never answered
 	begun := false
@@ -226,6 +227,14 @@ func run(path string, w Writer, o Options, progress func(Progress), rep *Report)
 			begun = true
 		}
 		payload := r.Payload()
+		if s.Protocol != redFor {
+			// The protocol's not-secret fields (LSP's progress tokens)
+			// are shown as the recorder keeps them.
+			redFor = s.Protocol
+			if p, err := protocol.Lookup(s.Protocol); err == nil {
+				red = base.WithPublic(protocol.NotSecret(p))
+			}
+		}
 		if red.Enabled() {
 			if out, changed := red.Line(payload); changed {
 				payload = out

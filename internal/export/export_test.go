@@ -297,3 +297,29 @@ func TestACPToolCallEnds(t *testing.T) {
 		t.Errorf("s1's prompt: %v", a)
 	}
 }
+
+// TestExportKeepsProgressTokens: an LSP session's progress tokens are
+// correlation ids the protocol declares (protocol.NotSecret), so an export
+// shows them as the recorder kept them; a token under any other method is
+// still a secret.
+func TestExportKeepsProgressTokens(t *testing.T) {
+	b := replaytest.New("lsp").Event("start")
+	b.Out(`{"jsonrpc":"2.0","id":1,"method":"window/workDoneProgress/create","params":{"token":"tok-41"}}`)
+	b.In(`{"jsonrpc":"2.0","id":1,"result":null}`)
+	b.Out(`{"jsonrpc":"2.0","method":"$/progress","params":{"token":"tok-41","value":{"kind":"begin","title":"Indexing"}}}`)
+	b.In(`{"jsonrpc":"2.0","id":2,"method":"acme/signIn","params":{"token":"ghp_secret"}}`)
+	recs := b.End()
+	recs[0].Header.Created = "2026-11-21T08:00:00Z"
+	path := filepath.Join(t.TempDir(), "s.cassette")
+	if err := replaytest.WriteFile(path, recs, true); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := Run(path, NewOTLP(&out, true), Options{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	if !strings.Contains(s, `\"token\":\"tok-41\"`) || strings.Contains(s, "ghp_secret") {
+		t.Errorf("want both progress tokens kept and the sign-in token redacted:\n%s", s)
+	}
+}

@@ -475,9 +475,50 @@ func TestRecorderRedacts(t *testing.T) {
 		if redacted != 2 {
 			t.Errorf("%d records marked redacted, want 2", redacted)
 		}
+		var at []string
+		for _, rec := range recs {
+			if rec.Redacted {
+				at = append(at, fmt.Sprintf("%s%q", rec.D, rec.RedactedAt))
+			}
+		}
+		if got := strings.Join(at, " "); got != `in["/params/token"] err[""]` {
+			t.Errorf("redactedAt: %s", got)
+		}
 	}
 	if !Redacting(RedactOptions{}) || Redacting(RedactOptions{Off: true}) {
 		t.Error("Redacting disagrees with the options")
+	}
+}
+
+// TestRecorderKeepsNotSecretFields: once the session is detected as LSP,
+// its progress tokens (protocol.NotSecret) are recorded as they were; a
+// token under another method is still replaced, and the record says where.
+func TestRecorderKeepsNotSecretFields(t *testing.T) {
+	msg := func(body string) string { return fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(body), body) }
+	initialize := msg(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"processId":1,"rootUri":"file:///w","capabilities":{}}}`)
+	in := initialize + msg(`{"jsonrpc":"2.0","id":2,"method":"acme/signIn","params":{"token":"ghp_s3cret"}}`)
+	out := msg(`{"jsonrpc":"2.0","id":1,"result":{"capabilities":{}}}`) +
+		msg(`{"jsonrpc":"2.0","method":"$/progress","params":{"token":"tok-1","value":{"kind":"begin","title":"x"}}}`)
+	w := &memWriter{}
+	r, _ := newTestRecorder(t, w)
+	ft := &fakeTap{}
+	cut := len(initialize) + 30 // the sign-in request arrives in two reads, after the answers
+	r.Observe(ft.chunk(tap.Stdin, []byte(in[:cut])))
+	r.Observe(ft.chunk(tap.Stdout, []byte(out)))
+	r.Observe(ft.chunk(tap.Stdin, []byte(in[cut:])))
+	r.Close()
+	recs := w.records()
+	if got := string(streamOf(recs, 0, cassette.DirOut)); got != out {
+		t.Errorf("stdout recorded as\n%q\nthe child wrote\n%q", got, out)
+	}
+	gotIn := string(streamOf(recs, 0, cassette.DirIn))
+	if strings.Contains(gotIn, "ghp_s3cret") || !strings.Contains(gotIn, `"params":{"token":"[REDACTED]"}`) {
+		t.Errorf("the sign-in token was not redacted: %q", gotIn)
+	}
+	for _, rec := range recs {
+		if rec.Redacted && (rec.Method != "acme/signIn" || fmt.Sprint(rec.RedactedAt) != "[/params/token]") {
+			t.Errorf("record %d (%s) redacted at %q", rec.N, rec.Method, rec.RedactedAt)
+		}
 	}
 }
 

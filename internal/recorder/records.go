@@ -98,9 +98,9 @@ func (r *Recorder) line(conn int, stream tap.Stream, t int64, hdr, payload []byt
 		r.newRecord(t, cassette.KindStderr, conn)
 		r.rec.D = cassette.DirErr
 		r.rec.EOL, r.rec.Part = eol, part
-		if out, changed := r.redact(payload); changed {
+		if out, at, changed := r.redact(payload); changed {
 			r.rec.SetPayload(out)
-			r.rec.Redacted = true
+			r.rec.Redacted, r.rec.RedactedAt = true, at
 		} else {
 			r.rec.SetPayload(payload)
 		}
@@ -144,9 +144,9 @@ func (r *Recorder) line(conn int, stream tap.Stream, t int64, hdr, payload []byt
 	if info.ID != "" {
 		r.rec.ID = json.RawMessage(info.ID)
 	}
-	if out, changed := r.redactFrame(payload, verbatim); changed {
+	if out, at, changed := r.redactFrame(payload, verbatim); changed {
 		r.rec.SetPayload(out)
-		r.rec.Redacted = true
+		r.rec.Redacted, r.rec.RedactedAt = true, at
 		if hdr != nil && !part {
 			// The stored message stays self-consistent: its header
 			// counts the redacted body (the validator judged the
@@ -250,6 +250,12 @@ func (r *Recorder) setProtocol(p protocol.Protocol) {
 	r.proto = p
 	r.protoName = p.Name()
 	r.validating = !r.opts.NoValidate
+	// From here on the redactor knows the fields the protocol declares not
+	// secret; frames before detection ended were redacted by the default
+	// rules alone (a guess is not enough to keep a value).
+	if r.redactor != nil {
+		r.redactor = r.redactor.knowing(protocol.NotSecret(p))
+	}
 }
 
 // classify returns a frame's kind, method and id. A response gets its

@@ -10,18 +10,32 @@ import (
 
 // redactor replaces secrets in a line before it is written. The live
 // session is never altered: only the copy in the cassette.
+//
+// at lists where a secret was replaced (redact.Redactor.Redact); changed
+// is also true when only the portable stage changed the line.
 type redactor interface {
-	redact(line []byte) (out []byte, changed bool)
+	redact(line []byte) (out []byte, at []string, changed bool)
 	// redactJSON is redact for a line already found to be valid JSON.
-	redactJSON(line []byte, idx *jsonscan.Index) (out []byte, changed bool)
+	redactJSON(line []byte, idx *jsonscan.Index) (out []byte, at []string, changed bool)
+	// knowing returns the redactor for a session of a protocol that
+	// declares fields not secret (protocol.NotSecret).
+	knowing(fields []redact.Field) redactor
 }
 
 type redactAdapter struct{ r *redact.Redactor }
 
-func (a redactAdapter) redact(line []byte) ([]byte, bool) { return a.r.Line(line) }
+func (a redactAdapter) redact(line []byte) ([]byte, []string, bool) {
+	out, at := a.r.Redact(line, false, nil)
+	return out, at, at != nil
+}
 
-func (a redactAdapter) redactJSON(line []byte, idx *jsonscan.Index) ([]byte, bool) {
-	return a.r.LineJSONIndexed(line, idx)
+func (a redactAdapter) redactJSON(line []byte, idx *jsonscan.Index) ([]byte, []string, bool) {
+	out, at := a.r.Redact(line, true, idx)
+	return out, at, at != nil
+}
+
+func (a redactAdapter) knowing(fields []redact.Field) redactor {
+	return redactAdapter{a.r.WithPublic(fields)}
 }
 
 // newRedactor builds the redactor for opts: the redact package's default
@@ -46,38 +60,45 @@ type portableStage struct {
 	n       *portable.Normalizer
 }
 
-func (p portableStage) redact(line []byte) ([]byte, bool) {
-	out, changed := line, false
+func (p portableStage) redact(line []byte) ([]byte, []string, bool) {
+	out, at, changed := line, []string(nil), false
 	if p.secrets != nil {
-		out, changed = p.secrets.redact(line)
+		out, at, changed = p.secrets.redact(line)
 	}
 	if json.Valid(out) {
 		if o, ok := p.n.Frame(out); ok {
-			return o, true
+			return o, at, true
 		}
-		return out, changed
+		return out, at, changed
 	}
 	if s := p.n.String(string(out), ""); s != string(out) {
-		return []byte(s), true
+		return []byte(s), at, true
 	}
-	return out, changed
+	return out, at, changed
 }
 
-func (p portableStage) redactJSON(line []byte, idx *jsonscan.Index) ([]byte, bool) {
-	out, changed := line, false
+func (p portableStage) redactJSON(line []byte, idx *jsonscan.Index) ([]byte, []string, bool) {
+	out, at, changed := line, []string(nil), false
 	if p.secrets != nil {
-		out, changed = p.secrets.redactJSON(line, idx)
+		out, at, changed = p.secrets.redactJSON(line, idx)
 	}
 	if o, ok := p.n.Frame(out); ok {
-		return o, true
+		return o, at, true
 	}
-	return out, changed
+	return out, at, changed
+}
+
+func (p portableStage) knowing(fields []redact.Field) redactor {
+	if p.secrets != nil {
+		p.secrets = p.secrets.knowing(fields)
+	}
+	return p
 }
 
 // redact applies the recorder's redactor to a frame or stderr line.
-func (r *Recorder) redact(payload []byte) ([]byte, bool) {
+func (r *Recorder) redact(payload []byte) ([]byte, []string, bool) {
 	if r.redactor == nil {
-		return payload, false
+		return payload, nil, false
 	}
 	return r.redactor.redact(payload)
 }
@@ -85,9 +106,9 @@ func (r *Recorder) redact(payload []byte) ([]byte, bool) {
 // redactFrame is redact for a frame whose JSON validity the recorder has
 // already checked (verbatim: valid JSON, valid UTF-8, nothing around it),
 // so the redactor need not check it again.
-func (r *Recorder) redactFrame(payload []byte, verbatim bool) ([]byte, bool) {
+func (r *Recorder) redactFrame(payload []byte, verbatim bool) ([]byte, []string, bool) {
 	if r.redactor == nil {
-		return payload, false
+		return payload, nil, false
 	}
 	if verbatim {
 		return r.redactor.redactJSON(payload, r.indexOf(payload))

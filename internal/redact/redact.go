@@ -21,6 +21,12 @@
 //   - the params of an ACP "authenticate" request, except "methodId";
 //   - in a line that is not JSON: the token after "Bearer ".
 //
+// Except: a member the session's protocol declares not secret (a Field:
+// LSP's progress "token", a correlation id the spec defines) is kept,
+// unless its key was added with Options.Keys. The recorder learns the
+// session's protocol and asks for its fields (WithPublic); without them
+// every "token" is redacted.
+//
 // null, true, false and empty strings are kept (they hide nothing and show
 // that the field was there). Frames without any candidate key text return
 // unchanged without being parsed.
@@ -51,6 +57,34 @@ var DefaultKeys = []string{
 type Options struct {
 	Keys []string // more secret keys (rpctap record --redact KEY)
 	Off  bool     // redact nothing (rpctap record --no-redact)
+	// Public lists the members the session's protocol defines as not
+	// secret though their key is a secret key (see Field).
+	Public []Field
+}
+
+// Field is a member of a protocol's frames whose key the rules take for a
+// secret but whose value the protocol's spec defines as something else:
+// LSP's `$/progress` "token" is a ProgressToken, a correlation id that
+// pairs a report with the request it is about. Such a value hides nothing,
+// and redacting it would make a session that carries no secret come back
+// from the cassette different from the wire. Each protocol declares its
+// Fields in its own file (package protocol).
+type Field struct {
+	// Method is the "method" of the frames the member is in ("" for every
+	// frame). A member only counts as the field in frames of its method,
+	// so a "token" under another method (a server's own sign-in request)
+	// is still redacted.
+	Method string
+	// Pointer is the member's JSON pointer (RFC 6901) from the frame's
+	// root: "/params/token".
+	Pointer string
+}
+
+// public is a Field ready for matching: the method as its JSON string
+// and the pointer's unescaped reference tokens.
+type public struct {
+	method string // `"$/progress"`, or "" for any
+	segs   []string
 }
 
 // Redactor redacts frames. It is immutable once built and safe for
@@ -66,6 +100,8 @@ type Redactor struct {
 	// without a map lookup; longKeys says whether any key is longer.
 	shapes   [64 * 256 / 64]uint64
 	longKeys bool
+	userKeys map[string]bool // the keys of Options.Keys: a Field under one of them is redacted all the same
+	public   []public
 }
 
 // isKey reports whether the normalized key k is a secret key.
@@ -101,7 +137,7 @@ func cases(c byte) []byte {
 
 // New builds a Redactor from the default keys plus o.Keys.
 func New(o Options) *Redactor {
-	r := &Redactor{off: o.Off, keys: map[string]bool{}}
+	r := &Redactor{off: o.Off, keys: map[string]bool{}, userKeys: map[string]bool{}}
 	for _, k := range DefaultKeys {
 		r.keys[k] = true
 	}
@@ -116,6 +152,7 @@ func New(o Options) *Redactor {
 			continue
 		}
 		r.keys[n] = true
+		r.userKeys[n] = true
 		covered := false
 		for _, nd := range r.needles {
 			if strings.Contains(n, nd) {
@@ -149,7 +186,36 @@ func New(o Options) *Redactor {
 			}
 		}
 	}
+	r.public = r.publicOf(o.Public)
 	return r
+}
+
+// WithPublic returns a Redactor with r's rules that keeps the given
+// fields (a session's protocol's: protocol.NotSecret). r is not changed.
+func (r *Redactor) WithPublic(fields []Field) *Redactor {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	c.public = r.publicOf(fields)
+	return &c
+}
+
+func (r *Redactor) publicOf(fields []Field) []public {
+	var out []public
+	for _, f := range fields {
+		segs, ok := parsePointer(f.Pointer)
+		if !ok || len(segs) == 0 || r.userKeys[Normalize(segs[len(segs)-1])] {
+			continue
+		}
+		p := public{segs: segs}
+		if f.Method != "" {
+			m, _ := json.Marshal(f.Method)
+			p.method = string(m)
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // Default is the Redactor with the default rules.
@@ -181,6 +247,30 @@ func Normalize(k string) string {
 func (r *Redactor) Line(line []byte) ([]byte, bool) {
 	out, applied, _ := r.line(line, false, nil)
 	return out, len(applied) > 0
+}
+
+// Redact is LineJSONIndexed (knownJSON) or Line that also says where: the
+// JSON pointer of each value it replaced, in the order of the frame ("" for
+// a line that is not JSON), or nil when it replaced nothing. The recorder
+// stores them in the frame's record (cassette.Record.RedactedAt).
+func (r *Redactor) Redact(line []byte, knownJSON bool, idx *jsonscan.Index) (out []byte, at []string) {
+	out, applied, isJSON := r.line(line, knownJSON, idx)
+	if len(applied) == 0 {
+		return out, nil
+	}
+	if !isJSON {
+		return out, []string{""}
+	}
+	starts := make([]int, len(applied))
+	for i, s := range applied {
+		starts[i] = s.start
+	}
+	paths := pathsTo(line, starts)
+	at = make([]string, 0, len(applied))
+	for _, s := range applied {
+		at = append(at, formatPointer(paths[s.start]))
+	}
+	return out, at
 }
 
 // LineJSON is Line for a frame the caller has already found to be valid
@@ -227,6 +317,9 @@ func (r *Redactor) line(line []byte, knownJSON bool, idx *jsonscan.Index) (out [
 	}
 	if _, ok := w.value(jsonscan.SkipWS(line, 0), 0, ctxNone); !ok || len(w.spans) == 0 {
 		return line, nil, true
+	}
+	if len(r.public) > 0 {
+		w.spans = r.dropPublic(line, w.spans)
 	}
 	out, applied = splice(line, w.spans)
 	return out, applied, true

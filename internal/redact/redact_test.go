@@ -3,10 +3,14 @@ package redact
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
+	"reflect"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/rpctap/rpctap/internal/jsonscan"
 	"github.com/rpctap/rpctap/internal/testpeers"
@@ -184,9 +188,100 @@ func checkSplice(t *testing.T, r *Redactor, in []byte) {
 	if !bytes.Equal(rebuilt, out) {
 		t.Fatalf("output %q is not the input %q with its spans replaced", out, in)
 	}
+	// Redact agrees, and each pointer it gives leads to the value replaced.
+	got, at := r.Redact(in, false, nil)
+	if !bytes.Equal(got, out) || (len(spans) > 0) != (at != nil) {
+		t.Fatalf("Redact(%q) = %q at %q; Line gave %q", in, got, at, out)
+	}
+	if isJSON && len(at) != len(spans) {
+		t.Fatalf("Redact(%q): %d pointers for %d values", in, len(at), len(spans))
+	}
+	// (encoding/json turns bad UTF-8 in keys into U+FFFD, and keeps the
+	// last of duplicate keys: a pointer names either.)
+	if isJSON && utf8.Valid(in) && !dupKeys(in) {
+		var doc any
+		if err := json.Unmarshal(in, &doc); err != nil {
+			t.Fatal(err)
+		}
+		for i, p := range at {
+			var want any
+			if err := json.Unmarshal(in[spans[i].start:spans[i].end], &want); err != nil {
+				t.Fatal(err)
+			}
+			if v, ok := resolve(doc, p); !ok || !reflect.DeepEqual(v, want) {
+				t.Fatalf("Redact(%q): pointer %q leads to %v, the value replaced was %v", in, p, v, want)
+			}
+		}
+	}
 	if json.Valid(in) != json.Valid(out) {
 		t.Fatalf("validity changed: %q -> %q", in, out)
 	}
+}
+
+// dupKeys reports whether an object of the JSON text b has a key twice.
+func dupKeys(b []byte) bool {
+	d := json.NewDecoder(bytes.NewReader(b))
+	type level struct {
+		keys map[string]bool
+		obj  bool
+		key  bool // the next string token is a key
+	}
+	var stack []*level
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return false
+		}
+		var top *level
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if s, ok := tok.(string); ok && top != nil && top.obj && top.key {
+			if top.keys[s] {
+				return true
+			}
+			top.keys[s], top.key = true, false
+			continue
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &level{keys: map[string]bool{}, obj: true, key: true})
+			continue
+		case json.Delim('['):
+			stack = append(stack, &level{})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+		if len(stack) > 0 && stack[len(stack)-1].obj {
+			stack[len(stack)-1].key = true // a value ended: a key comes next
+		}
+	}
+}
+
+// resolve follows the JSON pointer p in the decoded document doc.
+func resolve(doc any, p string) (any, bool) {
+	segs, ok := parsePointer(p)
+	if !ok {
+		return nil, false
+	}
+	for _, s := range segs {
+		switch x := doc.(type) {
+		case map[string]any:
+			if doc, ok = x[s]; !ok {
+				return nil, false
+			}
+		case []any:
+			i, err := strconv.Atoi(s)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil, false
+			}
+			doc = x[i]
+		default:
+			return nil, false
+		}
+	}
+	return doc, true
 }
 
 func FuzzLine(f *testing.F) {
@@ -194,11 +289,12 @@ func FuzzLine(f *testing.F) {
 		`{"token":"abc"}`, `{"env":{"A":"b"}}`, `{"env":[{"name":"A","value":"b"}]}`,
 		`{"method":"authenticate","params":{"methodId":"x","k":"v"}}`, `Bearer abc`,
 		`{"headers":[{"name":"Cookie","value":"c"}]}`, `[{"apiKey":1e5}]`, `{"a":"Bearer x"}`, `not json`, ``,
+		`{"method":"$/progress","params":{"token":"t","value":{"token":1}}}`, `{"params":{"token":"t"},"method":"x"}`,
 	} {
 		f.Add([]byte(s))
 	}
-	r := New(Options{Keys: []string{"pin"}})
-	slow := New(Options{Keys: []string{"pin"}})
+	r := New(Options{Keys: []string{"pin"}, Public: lspProgress})
+	slow := New(Options{Keys: []string{"pin"}, Public: lspProgress})
 	slow.noFast = true
 	f.Fuzz(func(t *testing.T, in []byte) {
 		checkSplice(t, r, in)
@@ -312,5 +408,88 @@ func TestLongCustomKey(t *testing.T) {
 	}
 	if Default().isKey([]byte(k)) {
 		t.Error("a long key is secret by default")
+	}
+}
+
+// lspProgress are LSP's not-secret fields as protocol/lsp.go declares them
+// (the redact package cannot import protocol: protocol imports it).
+var lspProgress = []Field{
+	{Method: "$/progress", Pointer: "/params/token"},
+	{Method: "window/workDoneProgress/create", Pointer: "/params/token"},
+	{Pointer: "/params/workDoneToken"},
+}
+
+// TestPublicFields: a progress token is kept under its protocol's method,
+// whatever the member order; the same key under another method, deeper, or
+// named by the user with --redact is still a secret; Redact says where it
+// replaced what.
+func TestPublicFields(t *testing.T) {
+	lsp := Default().WithPublic(lspProgress)
+	cases := []struct{ in, want, at string }{
+		{`{"jsonrpc":"2.0","method":"$/progress","params":{"token":"a1b2","value":{"kind":"end"}}}`, ``, ``},
+		{`{"params":{"token":7,"value":{}},"jsonrpc":"2.0","method":"$/progress"}`, ``, ``},
+		{`{"jsonrpc":"2.0","id":1,"method":"window/workDoneProgress/create","params":{"token":"x-1"}}`, ``, ``},
+		// Another method's token is a secret.
+		{`{"jsonrpc":"2.0","id":2,"method":"copilot/signIn","params":{"token":"ghp_1"}}`, `{"jsonrpc":"2.0","id":2,"method":"copilot/signIn","params":{"token":"[REDACTED]"}}`, `/params/token`},
+		// So is a token deeper in a progress frame, and one in a response.
+		{`{"jsonrpc":"2.0","method":"$/progress","params":{"token":"p","value":{"token":"s"}}}`, `{"jsonrpc":"2.0","method":"$/progress","params":{"token":"p","value":{"token":"[REDACTED]"}}}`, `/params/value/token`},
+		{`{"jsonrpc":"2.0","id":1,"result":{"token":"s"}}`, `{"jsonrpc":"2.0","id":1,"result":{"token":"[REDACTED]"}}`, `/result/token`},
+		// Pointers of replaced values: arrays by index, ~ and / escaped.
+		{`{"a":[{"x":1},{"env":{"K":"v"}}],"b/c~":{"password":"p"}}`, `{"a":[{"x":1},{"env":{"K":"[REDACTED]"}}],"b/c~":{"password":"[REDACTED]"}}`, `/a/1/env/K /b~1c~0/password`},
+		{`Authorization: Bearer abc`, `Authorization: Bearer [REDACTED]`, ``},
+	}
+	for _, c := range cases {
+		want := c.want
+		if want == "" {
+			want = c.in
+		}
+		got, at := lsp.Redact([]byte(c.in), false, nil)
+		if string(got) != want {
+			t.Errorf("Redact(%s)\n got %s\nwant %s", c.in, got, want)
+		}
+		if strings.Join(at, " ") != c.at || (want != c.in) != (at != nil) {
+			t.Errorf("Redact(%s) replaced at %q, want %q", c.in, at, c.at)
+		}
+		if g, _ := lsp.LineJSON([]byte(c.in)); json.Valid([]byte(c.in)) && string(g) != want {
+			t.Errorf("LineJSON(%s) = %s, Redact %s", c.in, g, got)
+		}
+		checkSplice(t, lsp, []byte(c.in))
+	}
+	// Without the protocol's fields (before it is known), or with the key
+	// added by the user, the progress token is redacted.
+	progress := []byte(`{"jsonrpc":"2.0","method":"$/progress","params":{"token":"a1b2","value":{}}}`)
+	for name, r := range map[string]*Redactor{
+		"default":        Default(),
+		"--redact token": New(Options{Keys: []string{"Token"}, Public: lspProgress}),
+	} {
+		if _, did := r.Line(progress); !did {
+			t.Errorf("%s: the progress token was kept", name)
+		}
+	}
+	if _, did := New(Options{Public: lspProgress}).Line(progress); did {
+		t.Errorf("Options.Public: the progress token was redacted")
+	}
+}
+
+// BenchmarkRedactManySecrets: a 1 MB frame with 40,000 secret values (an
+// env object) is redacted and each value's pointer found in one walk of
+// the frame, not one per value (which took minutes).
+func BenchmarkRedactManySecrets(b *testing.B) {
+	var f bytes.Buffer
+	f.WriteString(`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"env":{`)
+	for i := 0; i < 40000; i++ {
+		if i > 0 {
+			f.WriteByte(',')
+		}
+		fmt.Fprintf(&f, `"K%d":"v%d"`, i, i)
+	}
+	f.WriteString(`}}}`)
+	line := f.Bytes()
+	r := Default()
+	b.SetBytes(int64(len(line)))
+	for b.Loop() {
+		if _, at := r.Redact(line, true, nil); len(at) != 40000 {
+			b.Fatalf("%d pointers", len(at))
+		}
 	}
 }
