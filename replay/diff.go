@@ -1,7 +1,10 @@
 package replay
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"sort"
 )
 
@@ -77,10 +80,10 @@ func Diff(a, b *Recording, opts ...Option) (*CassetteDiff, error) {
 	// one side says, but how the two sides' frames interleave in a
 	// recording is timing (an event written while the other side's next
 	// request is on its way lands before or after it), not behaviour.
-	fa, fb := diffFrames(ea), diffFrames(eb)
+	fa, fb := frameSteps(ea), frameSteps(eb)
 	var frames []FrameDiff
 	for _, d := range []string{string(dirIn), string(dirOut)} {
-		same, fds := diffDirection(byDir(fa, d), byDir(fb, d))
+		same, fds := diffDirection(ea, eb, byDir(fa, d), byDir(fb, d))
 		out.Same += same
 		frames = append(frames, fds...)
 	}
@@ -121,11 +124,53 @@ func diffOrder(f FrameDiff) uint64 {
 // as a line diff with refinement: first align frames that are equal under
 // the rules, then, inside each run of unaligned frames, pair those with the
 // same kind and method as changed.
-func diffDirection(fa, fb []*estep) (same int, frames []FrameDiff) {
-	full := func(fs []*estep) []string {
+//
+// Frames are normalized (decoded, ids and ignored fields dropped) only
+// between the longest common prefix and suffix of byte-identical frames:
+// normalization is a function of the frame's bytes alone, the two engines
+// normalize alike (Diff gives them one protocol), and trimming a common
+// prefix and suffix keeps an alignment minimal. A normalized frame is kept
+// as a 128-bit hash of its JSON, and its tree dropped once hashed and
+// rebuilt only for a changed pair. A diff of a 400k-frame cassette with
+// itself took 10 s of CPU and 3.5 GB, for 2.2 s for check.
+func diffDirection(ea, eb *engine, fa, fb []*estep) (same int, frames []FrameDiff) {
+	pre := 0
+	for pre < len(fa) && pre < len(fb) && rawSame(fa[pre], fb[pre]) {
+		pre++
+	}
+	suf := 0
+	for suf < len(fa)-pre && suf < len(fb)-pre && rawSame(fa[len(fa)-1-suf], fb[len(fb)-1-suf]) {
+		suf++
+	}
+	same = pre + suf
+	fa, fb = fa[pre:len(fa)-suf], fb[pre:len(fb)-suf]
+	if len(fa) == 0 && len(fb) == 0 {
+		return same, nil
+	}
+	seed := maphash.MakeSeed()
+	seed2 := maphash.MakeSeed()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	full := func(e *engine, fs []*estep) []string {
 		k := make([]string, len(fs))
 		for i, s := range fs {
-			k[i] = diffKey(s) + "\x00" + string(mustJSON(s.norm))
+			buf.Reset()
+			buf.WriteString(diffKey(s))
+			buf.WriteByte(0)
+			if err := enc.Encode(e.norm(s)); err != nil {
+				buf.WriteString("null")
+			}
+			var h [16]byte
+			lo, hi := maphash.Bytes(seed, buf.Bytes()), maphash.Bytes(seed2, buf.Bytes())
+			for j := range 8 {
+				h[j], h[8+j] = byte(lo>>(8*j)), byte(hi>>(8*j))
+			}
+			k[i] = string(h[:])
+			s.norm = nil // rebuilt for a changed pair only
+			if s.frame != nil {
+				s.frame.Value = nil
+			}
 		}
 		return k
 	}
@@ -143,7 +188,8 @@ func diffDirection(fa, fb []*estep) (same int, frames []FrameDiff) {
 			case op.i >= 0 && op.j >= 0:
 				x, y := fa[runA[op.i]], fb[runB[op.j]]
 				frames = append(frames, FrameDiff{Op: "changed", A: x.frame.Record, B: y.frame.Record,
-					Dir: string(x.frame.Dir), Kind: x.frame.Kind, Method: x.frame.Method, Diff: diffValues(x.norm, y.norm, 20)})
+					Dir: string(x.frame.Dir), Kind: x.frame.Kind, Method: x.frame.Method, Diff: diffValues(ea.norm(x), eb.norm(y), 20)})
+				x.norm, y.norm = nil, nil
 			case op.i >= 0:
 				x := fa[runA[op.i]]
 				frames = append(frames, FrameDiff{Op: "removed", A: x.frame.Record, Dir: string(x.frame.Dir),
@@ -156,7 +202,7 @@ func diffDirection(fa, fb []*estep) (same int, frames []FrameDiff) {
 		}
 		runA, runB = runA[:0], runB[:0]
 	}
-	for _, op := range align(full(fa), full(fb)) {
+	for _, op := range align(full(ea, fa), full(eb, fb)) {
 		switch {
 		case op.i >= 0 && op.j >= 0:
 			flush()
@@ -171,17 +217,20 @@ func diffDirection(fa, fb []*estep) (same int, frames []FrameDiff) {
 	return same, frames
 }
 
-// diffFrames returns the frame steps of e, both directions normalized.
-func diffFrames(e *engine) []*estep {
+// rawSame: the same direction, kind, method and bytes, so the same under
+// any normalization.
+func rawSame(a, b *estep) bool {
+	return a.frame.Dir == b.frame.Dir && a.frame.Kind == b.frame.Kind && a.frame.Method == b.frame.Method &&
+		bytes.Equal(a.frame.Raw, b.frame.Raw)
+}
+
+// frameSteps returns the frame steps of e.
+func frameSteps(e *engine) []*estep {
 	var out []*estep
 	for _, st := range e.steps {
-		if st.kind != stepFrame {
-			continue
+		if st.kind == stepFrame {
+			out = append(out, st)
 		}
-		if st.norm == nil {
-			st.norm = e.normalize(st.frame)
-		}
-		out = append(out, st)
 	}
 	return out
 }

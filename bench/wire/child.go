@@ -31,6 +31,8 @@ type params struct {
 	N        int    // ping: round trips; mix: turns; mb: frames
 	BigEvery int    // mix: every BigEvery-th turn carries 900 KB frames
 	Bytes    int64  // mixstream: bytes the child streams
+	Trace    string // traffic: the capture (path without .in/.out)
+	Stats    string // traffic: where the child writes its CPU time
 }
 
 func (p params) childArgs() []string {
@@ -41,6 +43,8 @@ func (p params) childArgs() []string {
 		"-n", fmt.Sprint(p.N),
 		"-big-every", fmt.Sprint(p.BigEvery),
 		"-bytes", fmt.Sprint(p.Bytes),
+		"-trace", p.Trace,
+		"-stats", p.Stats,
 	}
 }
 
@@ -53,6 +57,8 @@ func parseChildArgs(args []string) (params, error) {
 	fs.IntVar(&p.N, "n", 0, "")
 	fs.IntVar(&p.BigEvery, "big-every", 0, "")
 	fs.Int64Var(&p.Bytes, "bytes", 0, "")
+	fs.StringVar(&p.Trace, "trace", "", "")
+	fs.StringVar(&p.Stats, "stats", "", "")
 	err := fs.Parse(args)
 	return p, err
 }
@@ -163,6 +169,9 @@ func frameID(line []byte) []byte {
 }
 
 func runChild(p params, stdin io.Reader, stdout io.Writer) error {
+	if p.Workload == "traffic" {
+		return runTrafficChild(p, stdin, stdout)
+	}
 	in := newLineReader(stdin)
 	out := &lineWriter{w: stdout}
 	var pool []byte

@@ -81,7 +81,7 @@ type config struct {
 	PoolSize    int
 }
 
-var allWorkloads = []string{"ping", "pingseq", "mix", "mixstream", "mb", "rss", "stall"}
+var allWorkloads = []string{"ping", "pingseq", "mix", "mixstream", "mb", "rss", "stall", "traffic", "issue23"}
 
 func parseFlags(args []string) (config, error) {
 	var c config

@@ -227,6 +227,8 @@ func (rp *report) markdown() string {
 		}
 		p("\n")
 	}
+	rp.trafficTable(&b)
+	rp.issue23Table(&b)
 	rp.targets(&b)
 	return b.String()
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -23,6 +24,7 @@ type meas struct {
 	SinkHWM  int64 // KiB, rpctap's children other than the bench child
 	Shared   int64 // KiB, peak with the binary's shared file pages counted once (sampled)
 	Cassette int64 // bytes; -1 when the set-up writes none
+	Val      validation
 }
 
 type zstdRun struct {
@@ -46,6 +48,8 @@ type report struct {
 	capBytes  map[string]int
 	rss       []rssRow
 	stall     []meas
+	startup   startupFigures
+	trafficZ  map[string]float64 // traffic: zstd -1 ratio of each capture's bytes
 	errs      []string
 	warnings  []string // what rpctap printed on stderr
 	calib     []string // zstd ratios of the generated text and of real files, for comparison
@@ -160,6 +164,10 @@ func run(cfg config, log io.Writer) (*report, error) {
 			r.rssWorkload()
 		case "stall":
 			r.stallWorkload()
+		case "issue23":
+			r.issue23()
+		case "traffic":
+			r.trafficWorkload()
 		}
 	}
 	rep.elapsed = time.Since(rep.started)
@@ -357,6 +365,8 @@ func (r *runner) session(s setup, w string, p params, rep int, stall time.Durati
 		res, err = runPing(o.c, p)
 	case "mix":
 		res, err = runMix(o.c, p, r.pool)
+	case "traffic":
+		res, err = runTraffic(o.c, p)
 	default:
 		res, err = runStream(o.c, p, stall)
 	}
@@ -430,6 +440,11 @@ func (r *runner) close(o *openSession, res *result, werr error) (meas, error) {
 	if err != nil {
 		return m, err
 	}
+	if res.StatsFile != "" {
+		b, _ := os.ReadFile(res.StatsFile)
+		res.Child.CPUNs, _ = strconv.ParseInt(string(b), 10, 64)
+		os.Remove(res.StatsFile)
+	}
 	if s.Kind == "gorelay" || s.Kind == "rpctap" && !s.isReplay() {
 		cpu -= res.Child.CPUNs // the relay's rusage includes the child it reaped
 	}
@@ -447,6 +462,7 @@ func (r *runner) close(o *openSession, res *result, werr error) (meas, error) {
 	if o.cassette != "" && s.writesCassette() {
 		if st, err := os.Stat(o.cassette); err == nil {
 			m.Cassette = st.Size()
+			m.Val = validationOf(o.cassette)
 		}
 		if o.temp {
 			os.Remove(o.cassette)

@@ -19,6 +19,9 @@ type result struct {
 	// Startup is the time from launching the set-up to the answer to
 	// initialize.
 	Startup time.Duration
+	// StatsFile: where the child writes its CPU time when the session has
+	// no stats exchange (traffic); read after the child exits.
+	StatsFile string
 	// StallRSS is rpctap's (main+sink) resident KiB at the end of a stall.
 	StallMainRSS, StallSinkRSS int64
 }

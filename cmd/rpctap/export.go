@@ -61,7 +61,7 @@ a FIFO or a device is written directly, a symlink written through.`,
 			fs.StringVarP(&o.Output, "output", "o", "", "write to `FILE` (default: stdout)")
 			fs.StringArrayVar(&o.Redact, "redact", nil, "also redact the values of JSON key `KEY` (repeatable)")
 			fs.BoolVar(&o.Payloads, "payloads", false, "otlp only: include request and response bodies as span attributes")
-			fs.BoolVar(&o.Send, "send", false, "otlp only, not with -o: send the spans to the endpoint OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT) names, with the OpenTelemetry SDK (OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf or grpc), instead of writing them")
+			fs.BoolVar(&o.Send, "send", false, "otlp only, not with -o: send the spans to the endpoint OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT) names (OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf or http/json), instead of writing them")
 			return func(args []string, stdio Stdio) error {
 				if len(args) != 1 {
 					return Usagef("export needs one cassette (got %d)", len(args))

@@ -14,13 +14,13 @@ import (
 	"github.com/rpctap/rpctap/internal/testpeers"
 )
 
-// TestExportSendToCollector: `rpctap export --format otlp --send` hands the
-// spans of the ACP sample cassette, through the OpenTelemetry Go SDK and
-// the standard OTEL_EXPORTER_OTLP_ENDPOINT, to a real OpenTelemetry
-// Collector (OTLP/HTTP receiver, debug exporter printing every span), which
-// receives all of them, over OTLP/HTTP and then over gRPC
-// (OTEL_EXPORTER_OTLP_PROTOCOL=grpc): names, the GenAI attributes, the
-// prompt turn's parent links, the recorded times.
+// TestExportSendToCollector: `rpctap export --format otlp --send` sends the
+// spans of the ACP sample cassette, to the standard
+// OTEL_EXPORTER_OTLP_ENDPOINT, to a real OpenTelemetry Collector (OTLP
+// receiver, debug exporter printing every span), which receives all of
+// them over each protocol rpctap sends (OTEL_EXPORTER_OTLP_PROTOCOL):
+// http/protobuf and http/json (gzipped, with a header): names, the GenAI
+// attributes, the prompt turn's parent links, the recorded times.
 func TestExportSendToCollector(t *testing.T) {
 	t.Parallel()
 	col := testpeers.Collector(t)
@@ -31,20 +31,12 @@ func TestExportSendToCollector(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	lg, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	grpcAddr := lg.Addr().String()
-	lg.Close()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "collector.yaml")
 	os.WriteFile(cfg, []byte(fmt.Sprintf(`receivers:
   otlp:
     protocols:
       http:
-        endpoint: %s
-      grpc:
         endpoint: %s
 exporters:
   debug:
@@ -57,7 +49,7 @@ service:
     traces:
       receivers: [otlp]
       exporters: [debug]
-`, addr, grpcAddr)), 0o644)
+`, addr)), 0o644)
 	var out syncBuffer
 	cmd := exec.Command(col, "--config", cfg)
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -66,7 +58,7 @@ service:
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 	deadline := time.Now().Add(30 * time.Second)
-	for _, a := range []string{addr, grpcAddr} {
+	for _, a := range []string{addr} {
 		for {
 			if c, err := net.Dial("tcp", a); err == nil {
 				c.Close()
@@ -80,10 +72,17 @@ service:
 	}
 
 	cas, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "cassettes", "acp-go.cassette"))
-	for _, proto := range []struct{ name, endpoint string }{{"http/protobuf", addr}, {"grpc", grpcAddr}} {
+	for _, proto := range []struct {
+		name, endpoint string
+		env            []string
+	}{
+		{"http/protobuf", addr, nil},
+		{"http/json", addr, []string{"OTEL_EXPORTER_OTLP_COMPRESSION=gzip", "OTEL_EXPORTER_OTLP_HEADERS=x-tenant=rpctap"}},
+	} {
 		before := len(out.String())
 		send := exec.Command(rp, "export", "--format", "otlp", "--send", cas)
 		send.Env = append(filterEnv(os.Environ(), "OTEL_"), "OTEL_EXPORTER_OTLP_ENDPOINT=http://"+proto.endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL="+proto.name)
+		send.Env = append(send.Env, proto.env...)
 		msg, err := send.CombinedOutput()
 		if err != nil || !strings.Contains(string(msg), "sent 14 spans") {
 			t.Fatalf("export --send over %s: %v\n%s", proto.name, err, msg)
@@ -133,8 +132,8 @@ service:
 }
 
 // TestExportSendBadSetup: --send without an endpoint, with another format,
-// with -o, or with the http/json protocol (no SDK exporter) says what to do
-// in one line.
+// with -o, or with a protocol OTLP does not have says what to do in one
+// line.
 func TestExportSendBadSetup(t *testing.T) {
 	t.Parallel()
 	rp := rpctapPath(t)
@@ -147,7 +146,9 @@ func TestExportSendBadSetup(t *testing.T) {
 		{nil, []string{"--format", "otlp", "--send"}, "--send needs OTEL_EXPORTER_OTLP_ENDPOINT"},
 		{[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1"}, []string{"--format", "har", "--send"}, "--send is for --format otlp"},
 		{[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1"}, []string{"--format", "otlp", "--send", "-o", "x.json"}, "exclude each other"},
-		{[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL=http/json"}, []string{"--format", "otlp", "--send"}, `OTLP protocol "http/json" cannot be sent`},
+		{[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL=thrift"}, []string{"--format", "otlp", "--send"}, `OTLP protocol "thrift" cannot be sent`},
+		{[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=localhost:4318"}, []string{"--format", "otlp", "--send"}, `is not an http:// or https:// URL`},
+		{[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"}, []string{"--format", "otlp", "--send"}, `OTLP protocol "grpc" is not sent by rpctap: set OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf`},
 	} {
 		cmd := exec.Command(rp, append(append([]string{"export"}, c.args...), cas)...)
 		cmd.Env = append(append([]string{}, filterEnv(os.Environ(), "OTEL_")...), c.env...)

@@ -36,7 +36,8 @@ func TestMain(m *testing.M) {
 func TestScripts(t *testing.T) {
 	shared, _ := filepath.Abs(filepath.Join("..", "..", "..", "shared"))
 	testscript.Run(t, testscript.Params{
-		Dir: "testdata/script",
+		Dir:  "testdata/script",
+		Cmds: map[string]func(*testscript.TestScript, bool, []string){"htmldata": htmldataCmd},
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("SHARED", shared)
 			env.Setenv("RPCTAP_DIR", filepath.Join(env.WorkDir, "cassettes"))

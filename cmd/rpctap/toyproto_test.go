@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -309,6 +310,9 @@ func TestToyProtocol(t *testing.T) {
 		`"message":"failed: no answer to riddles"`, `"gen_ai.response.finish_reasons"`, `{"stringValue":"failed"}`)
 	lacks("otlp", otlp, `"rpc.system"`) // not JSON-RPC
 	// The HTML report: summaries, the failed row, the transcript.
-	html := export("html")
-	contains("html", html, `sum: \"what is two and two\"`, `"err":true`, "The answer to sum is four.", "Turn 2 · ask")
+	html := htmlReportText(t, export("html"))
+	contains("html", html, `sum: \"what is two and two\"`, "The answer to sum is four.", "Turn 2 · ask")
+	if !regexp.MustCompile(`"err":\[[01,]*1`).MatchString(html) {
+		t.Error("html: no failed row")
+	}
 }

@@ -218,8 +218,8 @@ type OTLP struct {
 	// conversation NUL tool call id (ids are unique within one only).
 	tools map[string]*toolCall
 	// send, when set, receives each span instead of the JSON stream
-	// (NewOTLPSender: spans go to an endpoint through the OTel SDK).
-	send *sdkSender
+	// (NewOTLPSender: spans go to an OTLP endpoint).
+	send *otlpSender
 }
 
 // emit writes one span (in its OTLP/JSON form) to the stream or the sender.

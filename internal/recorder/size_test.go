@@ -221,6 +221,33 @@ func sizeBreakdown(t *testing.T, chunks []tap.Chunk, total int64) {
 		}
 		t.Logf("| %s | %d | %.4f |", r.name, n, frac(n))
 	}
+	// The levels, windows and frame sizes the format allows (any zstd
+	// frame; readers refuse frames over 256 MiB of content), for the
+	// records as written, one per batch: size against zstd -1 of the wire
+	// bytes as one stream (the reference of issue 23) and the encoder's CPU
+	// per MiB of content, on this thread.
+	ref := zstdSize(t, wire, fastest, 8*mib, 1<<40, 1<<30)
+	var base float64
+	t.Logf("| level | window and frame | fraction of wire | ÷ zstd -1 of the wire | encoder CPU ms/MiB of content | ÷ SpeedFastest 1 MiB |")
+	t.Logf("|---|---|---|---|---|---|")
+	for _, lv := range []zstd.EncoderLevel{fastest, def, better, zstd.SpeedBestCompression} {
+		for _, wf := range []int{mib, 4 * mib, 8 * mib} {
+			// Repeated up to 8 MiB of content: the thread's CPU time
+			// is counted in clock ticks.
+			var n int64
+			reps := max(1, int(8*mib/content))
+			cpu := threadCPU(func() {
+				for range reps {
+					n = zstdSize(t, lines, lv, wf, wf, 1)
+				}
+			})
+			per := float64(cpu) / 1e6 / (float64(content) * float64(reps) / mib)
+			if base == 0 {
+				base = per
+			}
+			t.Logf("| %s | %d MiB | %.4f | %.3f | %.1f | %.2f |", lv, wf/mib, frac(n), float64(n)/float64(ref), per, per/base)
+		}
+	}
 	if wireAsWriter := zstdSize(t, wire, fastest, mib, mib, 1); asWritten <= wireAsWriter {
 		t.Errorf("records compress to %d B, not more than their wire bytes alone (%d B): the emulation is off", asWritten, wireAsWriter)
 	}
