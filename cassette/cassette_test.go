@@ -204,7 +204,7 @@ func TestWriteRead(t *testing.T) {
 	}
 	defer r.Close()
 	h := r.Header()
-	if h.Format != FormatName || h.Version != "1.1" || h.Argv[0] != "agent" || h.Created == "" {
+	if h.Format != FormatName || h.Version != "1.2" || h.Argv[0] != "agent" || h.Created == "" {
 		t.Errorf("header %+v", h)
 	}
 	recs, err := readAll(t, r)
@@ -254,7 +254,7 @@ func TestZstdCompatible(t *testing.T) {
 				t.Fatalf("line %d is not JSON: %q", i, l)
 			}
 		}
-		if !bytes.HasPrefix(lines[0], []byte(`{"n":0,"t":0,"k":"header","format":"rpctap-cassette","version":"1.1"`)) {
+		if !bytes.HasPrefix(lines[0], []byte(`{"n":0,"t":0,"k":"header","format":"rpctap-cassette","version":"1.2"`)) {
 			t.Fatalf("first line %s", lines[0])
 		}
 	}

@@ -185,6 +185,7 @@ func (r *Record) AppendJSON(dst []byte) []byte {
 	if len(r.RedactedAt) > 0 {
 		dst = appendStrings(dst, "redactedAt", r.RedactedAt)
 	}
+	dst = appendOptString(dst, "icpt", r.Icpt)
 	dst = appendOptString(dst, "kind", r.Kind)
 	dst = appendOptString(dst, "method", r.Method)
 	if len(r.ID) > 0 {
@@ -212,6 +213,21 @@ func (r *Record) AppendJSON(dst []byte) []byte {
 		dst = strconv.AppendInt(dst, r.Bytes, 10)
 	}
 	dst = appendOptString(dst, "msg", r.Msg)
+	dst = appendOptString(dst, "act", r.Act)
+	if r.Held != 0 {
+		dst = appendKey(dst, "held")
+		dst = strconv.AppendInt(dst, r.Held, 10)
+	}
+	dst = appendOptString(dst, "bp", r.BP)
+	if len(r.Orig) > 0 {
+		if verbatimJSON(r.Orig) {
+			dst = appendKey(dst, "orig")
+			dst = append(dst, r.Orig...)
+		} else {
+			dst = appendOptString(dst, "orig_text", string(r.Orig))
+		}
+	}
+	dst = appendOptString(dst, "orig_text", r.OrigText)
 	if r.Ref != 0 {
 		dst = appendKey(dst, "ref")
 		dst = strconv.AppendUint(dst, r.Ref, 10)
@@ -241,6 +257,7 @@ func appendHeader(dst []byte, h *Header) []byte {
 	dst = appendOptString(dst, "cwd", h.Cwd)
 	dst = appendOptString(dst, "listen", h.Listen)
 	dst = appendOptString(dst, "upstream", h.Upstream)
+	dst = appendOptString(dst, "control", h.Control)
 	if h.Redacted {
 		dst = append(dst, `,"redacted":true`...)
 	}
@@ -381,6 +398,12 @@ type wire struct {
 	Pointer  string          `json:"ptr"`
 	Protocol string          `json:"protocol"`
 	Records  uint64          `json:"records"`
+	Act      string          `json:"act"`
+	Icpt     string          `json:"icpt"`
+	Held     int64           `json:"held"`
+	BP       string          `json:"bp"`
+	Orig     json.RawMessage `json:"orig"`
+	OrigText string          `json:"orig_text"`
 	// header
 	Format   string            `json:"format"`
 	Version  string            `json:"version"`
@@ -389,6 +412,7 @@ type wire struct {
 	Mode     string            `json:"mode"`
 	Listen   string            `json:"listen"`
 	Upstream string            `json:"upstream"`
+	Control  string            `json:"control"`
 	Portable map[string]string `json:"portable"`
 }
 
@@ -416,7 +440,7 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 		r.Header = &Header{
 			Format: w.Format, Version: w.Version, Rpctap: w.Rpctap, Created: w.Created,
 			Mode: w.Mode, Protocol: w.Protocol, Argv: w.Argv, Cwd: w.Cwd,
-			Listen: w.Listen, Upstream: w.Upstream, Redacted: w.Redacted, Portable: w.Portable,
+			Listen: w.Listen, Upstream: w.Upstream, Control: w.Control, Redacted: w.Redacted, Portable: w.Portable,
 		}
 		return nil
 	}
@@ -455,5 +479,6 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 	r.Signal, r.Bytes, r.Msg = w.Signal, w.Bytes, w.Msg
 	r.Ref, r.Code, r.Severity, r.Pointer = w.Ref, w.Code, w.Severity, w.Pointer
 	r.Protocol, r.Records = w.Protocol, w.Records
+	r.Act, r.Held, r.BP, r.Orig, r.OrigText, r.Icpt = w.Act, w.Held, w.BP, w.Orig, w.OrigText, w.Icpt
 	return nil
 }

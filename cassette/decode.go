@@ -230,6 +230,22 @@ func (d *fdec) field(key string, w *wire) bool {
 		return d.str(&w.Listen)
 	case "upstream":
 		return d.str(&w.Upstream)
+	case "control":
+		return d.str(&w.Control)
+	case "act":
+		return d.str(&w.Act)
+	case "icpt":
+		return d.str(&w.Icpt)
+	case "held":
+		return d.int64(&w.Held)
+	case "bp":
+		return d.str(&w.BP)
+	case "orig":
+		s, ok := d.skip()
+		w.Orig = append(w.Orig[:0:0], s...)
+		return ok
+	case "orig_text":
+		return d.str(&w.OrigText)
 	}
 	return false // unknown key: encoding/json matches keys case-insensitively; let it decide
 }

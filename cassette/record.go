@@ -9,7 +9,7 @@ const FormatName = "rpctap-cassette"
 // minor version of its own major and refuses a newer major, naming both.
 const (
 	VersionMajor = 1
-	VersionMinor = 1
+	VersionMinor = 2
 )
 
 // Kind is what a record describes (its "k" field).
@@ -45,6 +45,7 @@ const (
 	EventConnClose = "conn-close" // socket mode: connection Conn closed
 	EventWarning   = "warning"    // rpctap's own trouble, Msg says what
 	EventFault     = "fault"      // record --fault changed the frame before it on its way to the parent, Msg says how
+	EventIntercept = "intercept"  // format 1.2: what an intercepting tap did with the frame before it (act, held, bp, orig); see docs/intercept.md
 )
 
 // Header is record 0 of every cassette.
@@ -60,6 +61,10 @@ type Header struct {
 	Listen   string   `json:"listen,omitempty"`   // socket mode
 	Upstream string   `json:"upstream,omitempty"` // socket mode
 	Redacted bool     `json:"redacted,omitempty"` // secrets were replaced before writing
+	// Control is the control socket of an intercepting recording (record
+	// --intercept; format 1.2): `rpctap view` attaches to it while the
+	// session runs.
+	Control string `json:"control,omitempty"`
 	// Portable, on a portable cassette (record --portable, rpctap
 	// normalize), names each placeholder family the frames may hold and what
 	// it stands for ("${RPCTAP_CWD}": "the session's working directory").
@@ -110,6 +115,12 @@ type Record struct {
 	// in a line that is not JSON). Format 1.2; absent on older cassettes
 	// and on records only the portable stage changed.
 	RedactedAt []string `json:"redactedAt,omitempty"`
+	// Icpt (format 1.2) marks a frame an intercepting tap sent: "edit" (sent
+	// instead of the original), "inject" (the user's own), "rewrite" (a
+	// --rewrite rule changed it), or "forward", "timeout", "release" (held,
+	// then sent unchanged). The intercept event right after it says more;
+	// its ref is this frame.
+	Icpt string `json:"icpt,omitempty"`
 
 	// Classification of a frame by the protocol layer (cheap, done at record time).
 	Kind   string          `json:"kind,omitempty"`   // request, response, notification, event, handshake, invalid
@@ -126,8 +137,18 @@ type Record struct {
 	Bytes  int64    `json:"bytes,omitempty"`  // gap size
 	Msg    string   `json:"msg,omitempty"`
 
+	// Intercept events (format 1.2, ev "intercept"): what an intercepting
+	// tap (record --intercept, --rewrite) did with a frame of direction D.
+	// Ref is the frame record that was sent (0 when nothing was: a drop, a
+	// taken answer).
+	Act      string          `json:"act,omitempty"`       // forward, edit, drop, timeout, release, inject, take, rewrite
+	Held     int64           `json:"held,omitempty"`      // ns the frame was held
+	BP       string          `json:"bp,omitempty"`        // the breakpoint ("N EXPR") or rule that held or changed it
+	Orig     json.RawMessage `json:"orig,omitempty"`      // the frame as the other side sent it (verbatim JSON), when something else or nothing was sent
+	OrigText string          `json:"orig_text,omitempty"` // the same when it is not JSON
+
 	// Violation records.
-	Ref      uint64 `json:"ref,omitempty"`  // the record the violation is about
+	Ref      uint64 `json:"ref,omitempty"`  // the record the violation (or intercept event) is about
 	Code     string `json:"code,omitempty"` // stable violation code, e.g. "acp.missing-field"
 	Severity string `json:"sev,omitempty"`  // error, warning, info
 	Pointer  string `json:"ptr,omitempty"`  // JSON pointer into the frame

@@ -66,9 +66,10 @@ type Judge struct {
 }
 
 type heldFrame struct {
-	rec        uint64
-	dir        Dir
-	hdr, frame []byte
+	rec         uint64
+	dir         Dir
+	hdr, frame  []byte
+	intercepted bool // for Session.Intercepted, not a frame to judge
 }
 
 // Verdict is what the Judge found about one frame.
@@ -109,11 +110,21 @@ func (j *Judge) Frame(rec uint64, dir Dir, hdr, frame []byte) {
 	}
 	_, decided := j.hold.Add(dir, frame)
 	if !decided {
-		j.hold.Hold(heldFrame{rec, dir, append([]byte(nil), hdr...), append([]byte(nil), frame...)})
+		j.hold.Hold(heldFrame{rec: rec, dir: dir, hdr: append([]byte(nil), hdr...), frame: append([]byte(nil), frame...)})
 		return
 	}
 	j.decide()
 	j.judge(rec, dir, hdr, frame)
+}
+
+// Intercepted tells the Judge about a frame the other side never got (see
+// Session.Intercepted), in its place among the frames judged.
+func (j *Judge) Intercepted(dir Dir, frame []byte) {
+	if j.sess != nil {
+		j.sess.Intercepted(dir, frame)
+		return
+	}
+	j.hold.Hold(heldFrame{dir: dir, frame: append([]byte(nil), frame...), intercepted: true})
 }
 
 // ParentClosed tells the Judge that the parent closed the child's stdin at
@@ -159,6 +170,10 @@ func (j *Judge) decide() {
 	}
 	j.sess, j.source = NewSession(p), src
 	for _, h := range j.hold.Take() {
+		if h.intercepted {
+			j.sess.Intercepted(h.dir, h.frame)
+			continue
+		}
 		j.judge(h.rec, h.dir, h.hdr, h.frame)
 	}
 }

@@ -85,3 +85,29 @@ func (s *Session) ParentClosed(rec uint64) {
 		s.state.closedAt = rec
 	}
 }
+
+// Intercepted tells the Session about a frame of direction dir that the
+// other side never got: an intercepting tap dropped it, or took it off the
+// wire as the answer to a request the tap injected itself (`rpctap record
+// --intercept`; the cassette's intercept events with act "drop" or
+// "take"). A response among them ends its request's wait: the other side
+// answered, rpctap kept the answer, so End does not report the request as
+// unanswered. A later response to the same id is then accepted once, as
+// after a cancellation. Other frames change nothing.
+func (s *Session) Intercepted(dir Dir, frame []byte) {
+	info := s.p.Classify(dir, frame)
+	key, role := s.state.pair(dir, info)
+	switch role {
+	case PairClose, PairRefuse:
+		if k := (pairKey{1 - dir, key}); s.state.open[k].rec != 0 {
+			s.state.withdraw(k)
+		}
+	case PairCloseQueue:
+		k := pairKey{1 - dir, key}
+		if q := s.state.queued[k]; len(q) > 1 {
+			s.state.queued[k] = q[1:]
+		} else {
+			delete(s.state.queued, k)
+		}
+	}
+}

@@ -182,7 +182,7 @@ func newEngine(src Source, r role, o *options) (*engine, error) {
 		return nil, err
 	}
 	e := &engine{name: f.name, conn: conn, d: d, role: r, o: o, ign: ign, issued: map[string]string{},
-		binds: map[string]string{}, known: map[string]bool{}, sp: newStepper(rs, conn, d), cut: f.cut,
+		binds: map[string]string{}, known: map[string]bool{}, sp: newStepper(rs, conn, d, r), cut: f.cut,
 		inv: compileInvented(append(append([]protocol.Invented(nil), d.w.Invented...), portableNumbers(f.portable)...)), nums: map[string]string{}}
 	if _, ok := f.portable[portable.PID]; ok {
 		e.inv.fresh = map[string]string{portable.PID: strconv.Itoa(os.Getpid())}

@@ -188,3 +188,26 @@ func ExampleWithFaults() {
 	// client: true
 	// faults injected: [error method=session/new on record #6 (response session/new)]
 }
+
+// A fault rule may select its frame with the viewer's filter language
+// (filter=, & instead of spaces): here the answer to session/new.
+func ExampleParseFault_filter() {
+	refuse, err := replay.ParseFault("error filter=kind:response&m=session/new")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	child, err := replay.NewChild("testdata/acp-example.cassette", replay.WithSpeed(0), replay.WithFaults(refuse))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, _, err = runPrompt(child, &exampleClient{}, "/tmp/project")
+	fmt.Println("client:", err != nil)
+	child.Stdin.Close()
+	res, _ := child.Wait()
+	fmt.Println("faults injected:", res.Faults)
+	// Output:
+	// client: true
+	// faults injected: [error filter=kind:response&m=session/new on record #6 (response session/new)]
+}

@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/filterexpr"
 )
 
 // Fault injection: replay can misbehave on purpose, so that a parent's (or,
@@ -33,7 +36,10 @@ import (
 // dir=in|out (replay sends out as a fake child and in as verify's fake
 // parent, so a rule for the other direction never applies there),
 // frame=N (the Nth frame this side sends, from 1), times=K (at most K
-// times; default every match, or once with frame=). A rule file holds one
+// times; default every match, or once with frame=), filter=EXPR (the
+// viewer's filter language, package filterexpr, with & instead of spaces:
+// filter=m:tools/&/"isError":true/; decided on the frame alone, as a
+// breakpoint is). A rule file holds one
 // rule a line; blank lines and lines starting with # are skipped.
 type Fault struct {
 	Action string        // delay, drop, duplicate, split, truncate, corrupt, error, kill
@@ -44,8 +50,23 @@ type Fault struct {
 	Dir    string // "in" or "out": the direction of the frames it applies to; "" any
 	Frame  int    // 0: any
 	Times  int    // 0: every match
+	Filter string // filter=: a filter expression the frame must match ("" any)
 	hits   int
 	rule   string
+	filter filterexpr.Filter
+}
+
+// MatchFrame reports whether a frame of direction d of a session in
+// protocol proto ("" when unknown) passes the rule's filter= selector
+// (true when it has none); payload is the frame (a line without its end,
+// or a body), kind, method and id its classification, method a response's
+// request's.
+func (f *Fault) MatchFrame(proto string, d cassette.Dir, payload []byte, kind, method, id string) bool {
+	if f.Filter == "" {
+		return true
+	}
+	r := filterexpr.Frame(d, payload, kind, method, id)
+	return f.filter.Match(&r, filterexpr.MatchInfo{Method: method, Protocol: proto})
 }
 
 // String is the rule as written.
@@ -84,9 +105,16 @@ func ParseFault(rule string) (Fault, error) {
 	for _, w := range rest {
 		k, v, ok := strings.Cut(w, "=")
 		if !ok || v == "" {
-			return Fault{}, fmt.Errorf("fault %q: %q is not a selector (method=, kind=, dir=, frame=, times=)", rule, w)
+			return Fault{}, fmt.Errorf("fault %q: %q is not a selector (method=, kind=, dir=, frame=, times=, filter=)", rule, w)
 		}
 		switch k {
+		case "filter":
+			expr := strings.ReplaceAll(v, "&", " & ")
+			flt, err := filterexpr.ParseBreakpoint(expr)
+			if err != nil {
+				return Fault{}, fmt.Errorf("fault %q: filter=: %v", rule, err)
+			}
+			f.Filter, f.filter = v, flt
 		case "method":
 			f.Method = v
 		case "dir":
@@ -112,7 +140,7 @@ func ParseFault(rule string) (Fault, error) {
 				f.Times = n
 			}
 		default:
-			return Fault{}, fmt.Errorf("fault %q: unknown selector %q (method=, kind=, dir=, frame=, times=)", rule, k)
+			return Fault{}, fmt.Errorf("fault %q: unknown selector %q (method=, kind=, dir=, frame=, times=, filter=)", rule, k)
 		}
 	}
 	if f.Frame > 0 && f.Times == 0 {
@@ -165,6 +193,9 @@ func (e *engine) faultFor(st *estep, n int) *Fault {
 			continue
 		}
 		if f.Dir != "" && f.Dir != e.sendDir() {
+			continue
+		}
+		if !f.MatchFrame(e.d.name, cassette.Dir(e.sendDir()), st.frame.Raw, st.frame.Kind, st.frame.Method, st.frame.ID) {
 			continue
 		}
 		if f.Action == "corrupt" && !hasPointer(st.frame.Raw, f.Field) {

@@ -359,21 +359,26 @@ func (f *feed) read(conn int) (string, recordSource, error) {
 // dialect, links responses to their requests, and holds the exit event
 // back until everything else was given (see exitLast in docs).
 type stepper struct {
-	src     recordSource
-	conn    int
-	d       dialect
-	queue   []*estep // built steps, in order; the head may wait for its parts
-	partial map[cassette.Dir]*estep
-	exit    *estep // the first exit event, given last
-	lastT   int64  // t of the latest step other than the held exit
-	prevT   int64  // t of the step given last
-	given   bool   // a step was given
-	open    map[pairKey][]*estep
-	ended   bool
-	eofT    int64 // t of the parent's stdin close (eofSeen)
-	eofSeen bool
-	err     error                    // damage: the replay stops
-	cut     *cassette.TruncatedError // the cassette ends in a cut
+	src  recordSource
+	conn int
+	role role // which side the replay plays: frames only the other side saw (an intercept) are left out
+	// peeked is a record (or the error) read ahead by add, given by read
+	// before the source's next.
+	peeked    *cassette.Record
+	peekedErr error
+	d         dialect
+	queue     []*estep // built steps, in order; the head may wait for its parts
+	partial   map[cassette.Dir]*estep
+	exit      *estep // the first exit event, given last
+	lastT     int64  // t of the latest step other than the held exit
+	prevT     int64  // t of the step given last
+	given     bool   // a step was given
+	open      map[pairKey][]*estep
+	ended     bool
+	eofT      int64 // t of the parent's stdin close (eofSeen)
+	eofSeen   bool
+	err       error                    // damage: the replay stops
+	cut       *cassette.TruncatedError // the cassette ends in a cut
 }
 
 type pairKey struct {
@@ -381,8 +386,8 @@ type pairKey struct {
 	id  string
 }
 
-func newStepper(src recordSource, conn int, d dialect) *stepper {
-	return &stepper{src: src, conn: conn, d: d, partial: map[cassette.Dir]*estep{}, open: map[pairKey][]*estep{}}
+func newStepper(src recordSource, conn int, d dialect, r role) *stepper {
+	return &stepper{src: src, conn: conn, d: d, role: r, partial: map[cassette.Dir]*estep{}, open: map[pairKey][]*estep{}}
 }
 
 // next returns the next step, or nil at the end of the sequence (sp.err
@@ -408,7 +413,7 @@ func (sp *stepper) next() *estep {
 			}
 			return nil
 		}
-		x, err := sp.src.next()
+		x, err := sp.read()
 		if err != nil {
 			sp.ended = true
 			var te *cassette.TruncatedError
@@ -445,6 +450,44 @@ func (sp *stepper) push(st step) {
 	}
 }
 
+// read returns the next record: one add read ahead, else the source's.
+func (sp *stepper) read() (*cassette.Record, error) {
+	if sp.peeked != nil || sp.peekedErr != nil {
+		r, err := sp.peeked, sp.peekedErr
+		sp.peeked, sp.peekedErr = nil, nil
+		return r, err
+	}
+	return sp.src.next()
+}
+
+// original returns the payload the sender wrote of frame rec, which an
+// intercepting tap changed (icpt edit or rewrite) on its way: the
+// intercept event the recorder writes right after the frame keeps it. It
+// reads that record ahead (given again by read); nil when there is none.
+func (sp *stepper) original(rec *cassette.Record) []byte {
+	x, err := sp.src.next()
+	sp.peeked, sp.peekedErr = x, err
+	if err != nil || x == nil || x.K != cassette.KindEvent || x.Ev != cassette.EventIntercept || x.Ref != rec.N {
+		return nil
+	}
+	if x.Orig != nil {
+		return append([]byte(nil), x.Orig...)
+	}
+	if x.OrigText != "" {
+		return []byte(x.OrigText)
+	}
+	return nil
+}
+
+// sees reports whether a frame of direction d that only one side had to
+// do with (childOnly: the child got it or sent it; else the parent) is a
+// step of this replay: the fake child (roleChild) plays against a live
+// parent, so it keeps what the parent saw; the fake parent (verify) keeps
+// what the child saw.
+func (sp *stepper) sees(d cassette.Dir, childOnly bool) bool {
+	return childOnly == (sp.role == roleParent)
+}
+
 // add turns one record into a step (or part of one).
 func (sp *stepper) add(rec *cassette.Record) {
 	conn := sp.conn
@@ -455,6 +498,22 @@ func (sp *stepper) add(rec *cassette.Record) {
 	case cassette.KindFrame:
 		if rec.D != dirIn && rec.D != dirOut {
 			return
+		}
+		if rec.Icpt == "inject" && !sp.sees(rec.D, rec.D == dirIn) {
+			// A frame the user injected: the side it was sent to saw it,
+			// the side it seems to come from never sent it.
+			return
+		}
+		if (rec.Icpt == "edit" || rec.Icpt == "rewrite") && !rec.Part && sp.sees(rec.D, rec.D == dirOut) {
+			// The live side facing this replay is the frame's sender: it
+			// sends what it sent then, the original, not what the
+			// receiver got.
+			if orig := sp.original(rec); orig != nil {
+				c := *rec
+				c.SetPayload(orig)
+				c.Kind, c.Icpt = "", ""
+				rec = &c
+			}
 		}
 		if p := sp.partial[rec.D]; p != nil {
 			p.frame.Raw = append(p.frame.Raw, rec.Payload()...)
@@ -497,6 +556,21 @@ func (sp *stepper) add(rec *cassette.Record) {
 		sp.push(step{kind: stepStderr, frame: &Frame{Record: rec.N, Dir: cassette.DirErr, Raw: payloadOf(rec)}, eol: rec.EOL, t: rec.T})
 	case cassette.KindEvent:
 		switch {
+		case rec.Ev == cassette.EventIntercept && rec.Conn == conn && (rec.Act == "drop" || rec.Act == "take") &&
+			(rec.D == dirIn || rec.D == dirOut):
+			// A frame one side sent and the other never got (dropped, or
+			// the answer to an injected request, taken off the wire):
+			// it is a step only for the engine that plays the receiver's
+			// side opposite the live sender.
+			orig := []byte(rec.Orig)
+			if orig == nil {
+				orig = []byte(rec.OrigText)
+			}
+			if len(orig) == 0 || !sp.sees(rec.D, rec.D == dirOut) {
+				return
+			}
+			f := &Frame{Record: rec.N, Dir: rec.D, Raw: orig, json: rec.Orig != nil}
+			sp.push(step{kind: stepFrame, frame: f, eol: "\n", t: rec.T})
 		case rec.Ev == cassette.EventStdinEOF && rec.Conn == conn,
 			rec.Ev == cassette.EventConnClose && rec.Conn == conn && conn != 0:
 			sp.push(step{kind: stepEOF, t: rec.T, frame: &Frame{Record: rec.N, Dir: dirIn, Kind: "eof"}})

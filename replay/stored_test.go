@@ -29,7 +29,7 @@ func TestStepperUsesRecordedKinds(t *testing.T) {
 	for i := range recs {
 		recs[i].N = uint64(i + 1)
 	}
-	sp := newStepper(&sliceSource{recs: recs}, 0, dialectFor("lsp"))
+	sp := newStepper(&sliceSource{recs: recs}, 0, dialectFor("lsp"), roleChild)
 	req, resp := sp.next(), sp.next()
 	if req == nil || resp == nil {
 		t.Fatal("steps missing")
@@ -44,7 +44,7 @@ func TestStepperUsesRecordedKinds(t *testing.T) {
 	// the session rules stored.
 	recs = []cassette.Record{frame(dirOut, `{"type":"error","id":"3","message":"no"}`, "event", "error", `"3"`)}
 	recs[0].N = 1
-	st := newStepper(&sliceSource{recs: recs}, 0, dialectFor("synaps")).next()
+	st := newStepper(&sliceSource{recs: recs}, 0, dialectFor("synaps"), roleChild).next()
 	if st == nil || st.stored || st.frame.Kind != kindResponse {
 		t.Errorf("synaps error step %+v: want replay's own classification (a response)", st)
 	}

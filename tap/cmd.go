@@ -155,6 +155,11 @@ type Cmd struct {
 	// default) leaves the forwarding path as it is.
 	StdoutFilter func(io.Writer) io.Writer
 
+	// Intercept, when set, takes the parent's stdin and the child's stdout
+	// through an Interceptor (`rpctap record --intercept`); see
+	// Interceptor. nil (the default) leaves the forwarding path as it is.
+	Intercept Interceptor
+
 	Grace   time.Duration // drain time after the child exited; 0 is DefaultGrace
 	Signals []os.Signal   // signals to relay to the child; nil relays none
 
@@ -414,12 +419,20 @@ func (c *Cmd) Start() (err error) {
 
 	c.pumpsIn = make(chan struct{})
 	c.pumpsOE.Add(2)
-	go (&stdinPump{pump{s: c.s, stream: Stdin, src: c.in.rawFD, dst: c.inW}, c.in, c.pumpsIn, c.cutIn}).run()
+	in := &stdinPump{pump: pump{s: c.s, stream: Stdin, src: c.in.rawFD, dst: c.inW}, inW: c.inW, parent: c.in, done: c.pumpsIn, cut: c.cutIn}
 	var stdoutDst io.Writer = c.out.rawFD
 	if c.StdoutFilter != nil {
 		stdoutDst = c.StdoutFilter(stdoutDst)
 	}
-	go (&childOutputPump{pump{s: c.s, stream: Stdout, src: c.outR, dst: stdoutDst}, c.out, &c.pumpsOE, c.cutOut}).run()
+	out := &childOutputPump{pump{s: c.s, stream: Stdout, src: c.outR, dst: stdoutDst}, c.out, &c.pumpsOE, c.cutOut}
+	if c.Intercept != nil {
+		in.dst = c.Intercept.Wrap(Stdin, in.forwarder(c.inW))
+		out.dst = c.Intercept.Wrap(Stdout, out.forwarder(stdoutDst))
+		in.intercepted, out.intercepted = true, true
+		watchHangup(c.in.fd, c.pumpsIn, c.Intercept.Release)
+	}
+	go in.run()
+	go out.run()
 	go (&childOutputPump{pump{s: c.s, stream: Stderr, src: c.errR, dst: c.errOut.rawFD}, c.errOut, &c.pumpsOE, c.cutOut}).run()
 	return nil
 }
@@ -470,6 +483,12 @@ loop:
 		}
 	}
 	c.ProcessState = r.state
+	if c.Intercept != nil {
+		// Held frames go first (to a child that is gone, or to the
+		// parent), and nothing is held from now on: the drain below
+		// must not wait for a user.
+		c.Intercept.Release()
+	}
 	defer c.cutIn.release()
 	defer c.cutOut.release()
 

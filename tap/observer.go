@@ -61,6 +61,13 @@ type Event struct {
 	Stream Stream // gap: which stream lost bytes
 	Bytes  int64  // gap: how many
 	Msg    string // warning; signal: why it was not relayed, if it was not
+
+	// intercept (`rpctap record --intercept`, --rewrite): what became of a
+	// frame of Stream and why.
+	Action     string // forward, edit, drop, timeout, release, inject, take, rewrite
+	HeldNs     int64  // how long the frame was held (0: not held)
+	Breakpoint string // the breakpoint (or rule) that held or changed it
+	Original   []byte // the frame's payload as the other side sent it, when something else (or nothing) was sent instead
 }
 
 // Observer receives what the tap forwarded. The tap calls Observe from one

@@ -37,9 +37,13 @@ type pump struct {
 	src    io.Reader // stdio mode: a rawFD; socket mode: a *net.UnixConn
 	dst    io.Writer
 
-	n    int64 // bytes forwarded
+	n    int64 // bytes forwarded (not counted when intercepted)
 	rerr error // why reading stopped (io.EOF on a clean end)
-	werr error // why writing failed, if it did
+	// intercepted: dst is an Interceptor's writer (Cmd.Intercept), and
+	// the pump runs copyIntercepted instead of copy (chosen once, here,
+	// never per chunk).
+	intercepted bool
+	werr        error // why writing failed, if it did
 }
 
 // copy runs until src ends or fails, or a write to dst fails. It may block
@@ -108,6 +112,7 @@ func (p *pump) eof() bool { return p.werr == nil && errors.Is(p.rerr, io.EOF) }
 // pipe is full, until rpctap exits.)
 type stdinPump struct {
 	pump
+	inW    *rawFD // the child's stdin: dst, or under dst when intercepted
 	parent *parentEnd
 	done   chan struct{}
 	cut    *cutter
@@ -118,14 +123,26 @@ func (p *stdinPump) run() {
 	defer p.cut.release()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	p.copy()
+	if p.intercepted {
+		p.copyIntercepted()
+	} else {
+		p.copy()
+	}
+	if p.intercepted {
+		if f, ok := p.dst.(flusher); ok {
+			f.Flush() // a last frame the parent did not finish
+		}
+		if e, ok := p.dst.(stdinEnder); ok && p.eof() {
+			e.StdinEnded()
+		}
+	}
 	if p.eof() {
 		// Record the EOF before passing it on: whatever the child does
 		// about it (a last line, its exit) is read after this event took
 		// its place in the read order, and reaches the observer after it.
 		p.s.event(Event{Conn: p.conn, Kind: "stdin-eof"})
 	}
-	p.dst.(*rawFD).close()
+	p.inW.close()
 	p.parent.close()
 }
 
@@ -150,8 +167,12 @@ func (p *childOutputPump) run() {
 	defer p.cut.release()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	p.copy()
-	if f, ok := p.dst.(interface{ Flush() error }); ok {
+	if p.intercepted {
+		p.copyIntercepted()
+	} else {
+		p.copy()
+	}
+	if f, ok := p.dst.(flusher); ok {
 		f.Flush() // a StdoutFilter's held partial line
 	}
 	p.src.(*rawFD).close()

@@ -25,6 +25,10 @@ type Options struct {
 	// Back says the cassette was chosen in a picker: q at the top of the
 	// list goes back there (WentBack reports it); Q and Ctrl-C quit.
 	Back bool
+	// Control, when set, is the live session's control socket (view
+	// --attach, or a live cassette whose header names one): the held
+	// frames pane (H) and the title's count of held frames.
+	Control Control
 }
 
 // selectedBG is the background of the selected row.
@@ -52,6 +56,9 @@ type App struct {
 	targets      []string
 	target       int
 	statsMethods []string
+
+	// The held frames pane of an attached viewer (intercept.go).
+	hs heldState
 
 	// The flows view (app_flows.go).
 	flowTable *tview.Table
@@ -124,6 +131,10 @@ func New(store *Store, opts Options) *App {
 		a.tv.SetScreen(a.screen)
 	}
 	a.build()
+	if opts.Control != nil {
+		a.buildHeldPane()
+		a.RefreshControl()
+	}
 	if a.follow {
 		a.selectRow(a.lastRow())
 	} else {
@@ -183,6 +194,7 @@ func (a *App) build() {
 func (a *App) beforeDraw(scr tcell.Screen) bool {
 	a.content.invalidate()
 	a.refreshStatus()
+	a.renderHeld()
 	w, h := scr.Size()
 	off, _ := a.table.GetOffset()
 	a.content.fit(w, off, h)
@@ -202,6 +214,9 @@ func (a *App) Run() error {
 	go a.pump()
 	if a.follow {
 		a.startFollower()
+	}
+	if a.opts.Control != nil {
+		go a.pollControl()
 	}
 	err := a.tv.Run()
 	a.stop()
@@ -415,6 +430,7 @@ func (a *App) refreshStatus() {
 	if n := a.store.ValidationStopped(); n != 0 {
 		t += fmt.Sprintf(" · [olive]findings partial (validation stopped at #%d; rpctap check judges all)[-]", n)
 	}
+	t += a.heldSummary()
 	a.title.SetText(t)
 	s := "[gray]? help  / search  f filter  Enter detail  p pair  t transcript  s stats  q quit[-]"
 	if a.msg != "" {

@@ -85,6 +85,8 @@ func (a *App) onInputDone(key tcell.Key) {
 		a.runSearch(false)
 	case "write":
 		a.writeFrame(text)
+	default:
+		a.controlInput(kind, text)
 	}
 }
 

@@ -34,6 +34,11 @@ func (a *App) handleKey(ev *tcell.EventKey) *tcell.EventKey {
 		}
 		return ev // scroll the help
 	}
+	if a.hs.open {
+		if ev = a.heldKey(ev); ev == nil {
+			return nil
+		}
+	}
 	detailFocused := a.detailOpen && a.tv.GetFocus() == a.detail
 	switch ev.Key() {
 	case tcell.KeyEscape:
@@ -140,6 +145,12 @@ func (a *App) handleRune(ev *tcell.EventKey, detailFocused bool) *tcell.EventKey
 	case 's':
 		a.toggleMode(modeStats)
 		return nil
+	case 'H':
+		if a.opts.Control != nil {
+			a.showHeld(!a.hs.open)
+			a.RefreshControl()
+			return nil
+		}
 	case 'F':
 		a.follow = !a.follow
 		a.sticky = a.follow
@@ -214,6 +225,11 @@ func HelpText() string {
   o                flows: a request and its answer (with the chunks that
                    streamed it) per row; Enter opens one; o: frames again
   F                follow new records (like less +F)
+  H                attached to a live session (record --intercept): the
+                   held frames pane; in it ↑ ↓ pick, f forward, A forward
+                   all, x drop, c forward and cancel, e edit inline,
+                   E edit in $EDITOR, b add a breakpoint, u remove one,
+                   i inject (child|parent JSON), H close
   ?                this help
   Q Ctrl-C         quit
 `

@@ -2,6 +2,7 @@ package viewer
 
 import (
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/filterexpr"
 	"github.com/rpctap/rpctap/protocol"
 )
 
@@ -87,7 +88,7 @@ func (fl *Flows) Add(r *cassette.Record) {
 					f.Summary = "→ " + s
 				}
 			}
-			f.Error = isErrorFrame(fl.Protocol, r)
+			f.Error = filterexpr.IsError(fl.Protocol, r)
 			return
 		}
 	case r.Kind == string(protocol.Notification) || r.Kind == string(protocol.Event):
@@ -103,5 +104,5 @@ func (fl *Flows) Add(r *cassette.Record) {
 		}
 	}
 	fl.List = append(fl.List, Flow{First: r.N, T: r.T, Dir: r.D, Kind: r.Kind, Method: r.Method, ID: id,
-		Latency: -1, Summary: Summarize(fl.Protocol, r, r.T).Summary, Error: isErrorFrame(fl.Protocol, r)})
+		Latency: -1, Summary: Summarize(fl.Protocol, r, r.T).Summary, Error: filterexpr.IsError(fl.Protocol, r)})
 }

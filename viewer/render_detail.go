@@ -8,6 +8,7 @@ import (
 
 	"github.com/rivo/tview"
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/filterexpr"
 )
 
 // maxDetailBytes caps how much of one payload the detail pane pretty
@@ -64,6 +65,10 @@ func RenderDetail(r *cassette.Record, row Row, viols []cassette.Record, color bo
 			msg += ": " + strings.Join(r.RedactedAt, ", ")
 		}
 		b.WriteString(c("[gray]", msg))
+		b.WriteByte('\n')
+	}
+	if m := filterexpr.InterceptMark(r); m != "" {
+		b.WriteString(c("[fuchsia]", m+" sent by rpctap's intercept ("+r.Icpt+"); the intercept event after it keeps the original"))
 		b.WriteByte('\n')
 	}
 	for _, v := range viols {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/filterexpr"
 	"github.com/rpctap/rpctap/protocol"
 )
 
@@ -62,50 +63,24 @@ func Summarize(proto string, r *cassette.Record, prevT int64) Row {
 		row.Label = EventText(r)
 	case cassette.KindViolation:
 		row.Label = fmt.Sprintf("%s %s on #%d: %s", r.Severity, r.Code, r.Ref, r.Msg)
-	case cassette.KindHeader:
-		row.Label = "cassette header"
-		if r.Header != nil {
-			row.Label = fmt.Sprintf("%s %s %s", r.Header.Format, r.Header.Version, strings.Join(r.Header.Argv, " "))
-		}
-	case cassette.KindMeta:
-		row.Label = "protocol " + r.Protocol
-	case cassette.KindEnd:
-		row.Label = fmt.Sprintf("end of cassette (%d records)", r.Records)
+	case cassette.KindHeader, cassette.KindMeta, cassette.KindEnd:
+		row.Label = filterexpr.Label(r)
 	}
 	if r.Part {
 		row.Label = strings.TrimSpace(row.Label + " (continued in next record)")
 	}
+	if m := filterexpr.InterceptMark(r); m != "" {
+		// A frame rpctap sent other than as the other side wrote it
+		// (record --intercept): the mark leads its summary.
+		row.Summary = strings.TrimSpace(m + " " + row.Summary)
+		row.Label = strings.TrimSpace(m + " " + row.Label)
+	}
 	return row
 }
 
-// EventText is a one-line description of an event record.
-func EventText(r *cassette.Record) string {
-	switch r.Ev {
-	case cassette.EventStart:
-		return fmt.Sprintf("start pid %d: %s", r.PID, strings.Join(r.Argv, " "))
-	case cassette.EventExit:
-		if r.Signal != "" {
-			return "exit: killed by " + r.Signal
-		}
-		if r.Exit != nil {
-			return fmt.Sprintf("exit %d", *r.Exit)
-		}
-		return "exit"
-	case cassette.EventSignal:
-		return "signal " + r.Signal + " forwarded"
-	case cassette.EventGap:
-		return fmt.Sprintf("gap: %d bytes of %s not recorded", r.Bytes, r.D)
-	case cassette.EventWarning:
-		return "warning: " + r.Msg
-	case cassette.EventConnOpen, cassette.EventConnClose:
-		return fmt.Sprintf("%s %d", r.Ev, r.Conn)
-	}
-	s := r.Ev
-	if r.Msg != "" {
-		s += ": " + r.Msg
-	}
-	return s
-}
+// EventText is a one-line description of an event record
+// (filterexpr.EventText: what the filter language searches).
+func EventText(r *cassette.Record) string { return filterexpr.EventText(r) }
 
 // payloadSize is the size in bytes of a frame's or stderr line's payload.
 func payloadSize(r *cassette.Record) int {
@@ -149,12 +124,5 @@ func oneLineText(s string, max int) string {
 }
 
 // IsChunk reports whether a frame of a session in protocol proto is one
-// piece of a streamed answer (protocol.IsChunk: ACP message/thought chunks,
-// synaps and pi message_update, opi MessageUpdate, MCP progress
-// notifications).
-func IsChunk(proto string, r *cassette.Record) bool {
-	if r.K != cassette.KindFrame || r.JSON == nil {
-		return false
-	}
-	return protocol.IsChunk(proto, r.Method, r.JSON)
-}
+// piece of a streamed answer (filterexpr.IsChunk).
+func IsChunk(proto string, r *cassette.Record) bool { return filterexpr.IsChunk(proto, r) }

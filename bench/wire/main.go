@@ -247,6 +247,9 @@ func knownSetup(name, fwdArgs string) (setup, bool) {
 		return setup{Name: name, Kind: "gorelay", Args: []string{mode}, Note: note}, true
 	case "record":
 		return setup{Name: name, Kind: "rpctap", Args: []string{"record", "-o", "{cassette}", "--", "{child}"}}, true
+	case "record-intercept":
+		return setup{Name: name, Kind: "rpctap", Args: []string{"record", "--intercept", "-o", "{cassette}", "--", "{child}"},
+			Note: "`rpctap record --intercept` with no breakpoint set: the intercepting copy loop and the control socket, nothing held"}, true
 	case "record-noredact":
 		return setup{Name: name, Kind: "rpctap", Args: []string{"record", "--no-redact", "-o", "{cassette}", "--", "{child}"}}, true
 	case "record-devnull":

@@ -273,6 +273,28 @@ func (rp *report) addedRatio(w, name string, q float64) spread {
 	return spreadOf(v)
 }
 
+// overRecord is, per repetition, name's added latency over the direct pipe
+// at quantile q divided by record's: both are measured against cat in the
+// ping tables, and this is the ratio of those two ratios.
+func (rp *report) overRecord(w, name string, q float64) spread {
+	dir, rec := rp.bySetup(w, "direct"), rp.bySetup(w, "record")
+	var v []float64
+	for rep, m := range rp.bySetup(w, name) {
+		d, ok1 := dir[rep]
+		r, ok2 := rec[rep]
+		if !ok1 || !ok2 {
+			continue
+		}
+		dq := rp.pingQ(d, q)
+		recAdded := rp.pingQ(r, q) - dq
+		if recAdded < 1 {
+			continue
+		}
+		v = append(v, (rp.pingQ(m, q)-dq)/recAdded)
+	}
+	return spreadOf(v)
+}
+
 func (rp *report) zstdSpread(w string, f func(z zstdRun) float64) spread {
 	var v []float64
 	for _, z := range rp.zstd[w] {
@@ -429,6 +451,8 @@ func (rp *report) targets(b *strings.Builder) {
 	}
 	check("record: added p50 ≤ 1.2 × cat's added p50 (200 B round trip)", rp.addedRatio("ping", "record", .5), 1.2, true, 2)
 	check("record: added p99 ≤ 1.3 × cat's added p99", rp.addedRatio("ping", "record", .99), 1.3, true, 2)
+	check("record --intercept, no breakpoint: added p50 ≤ 1.5 × record's added p50 (issue 24)", rp.overRecord("ping", "record-intercept", .5), 1.5, true, 2)
+	check("  same p99", rp.overRecord("ping", "record-intercept", .99), 1.5, true, 2)
 	check("  same p50, back-to-back sessions", rp.addedRatio("pingseq", "record", .5), 1.2, true, 2)
 	check("  same p99, back-to-back sessions", rp.addedRatio("pingseq", "record", .99), 1.3, true, 2)
 	check("record throughput ≥ 0.9 × zstd fastest, 1 core, same bytes (agent mix)", rp.zstdVs("mix", "record"), 0.9, false, 2)

@@ -159,7 +159,7 @@ func TestCatTable(t *testing.T) {
 		t.Errorf("no table heading: %q", lines[0])
 	}
 	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(`^\s+0\s+0\.000000\s+\+0\.000000\s+header .*rpctap-cassette 1\.1`),
+		regexp.MustCompile(`^\s+0\s+0\.000000\s+\+0\.000000\s+header .*rpctap-cassette 1\.2`),
 		regexp.MustCompile(`^\s+1 .*event\s+start .*pid 4242 argv agent`),
 		regexp.MustCompile(`→ frame .* 47  \{"jsonrpc":"2\.0","id":1,"method":"initialize"\}$`),
 		regexp.MustCompile(`← frame .*\\x1b\[32mANSI junk`),
@@ -233,7 +233,7 @@ func TestCatBadInput(t *testing.T) {
 		{[]string{"missing.cassette"}, ExitInput, `^rpctap: .*missing.cassette: no such file or directory$`},
 		{[]string{"notes.txt"}, ExitInput, `^rpctap: .*notes.txt: not an rpctap cassette$`},
 		{[]string{"empty.cassette"}, ExitInput, `^rpctap: .*empty.cassette: empty file, not an rpctap cassette$`},
-		{[]string{"newer.cassette"}, ExitInput, `^rpctap: .*newer.cassette: cassette format 2.1 is newer than this rpctap understands \(1.x\)$`},
+		{[]string{"newer.cassette"}, ExitInput, `^rpctap: .*newer.cassette: cassette format 2.2 is newer than this rpctap understands \(1.x\)$`},
 		{[]string{"corrupt.cassette"}, ExitInput, `^rpctap: .*corrupt.cassette: damaged cassette: bytes \d+-\d+ unreadable \(.*\): \d+ records lost \(\d+-\d+\)$`},
 		{[]string{"."}, ExitInput, `^rpctap: .*: is a directory$`},
 		{[]string{}, ExitUsage, `^rpctap: cat needs a cassette$`},

@@ -409,6 +409,18 @@ func (c *checker) record(rec *cassette.Record) {
 			c.closedAt[rec.Conn] = rec.N
 		case cassette.EventConnClose:
 			c.endConn(rec.Conn)
+		case cassette.EventIntercept:
+			// A frame the other side never got (dropped, or the answer to
+			// a request rpctap injected, taken off the wire): an answer
+			// rpctap kept is not a request left unanswered, and a dropped
+			// request is not the child's to answer (format 1.2).
+			if (rec.Act == "drop" || rec.Act == "take") && (rec.Orig != nil || rec.OrigText != "") {
+				orig := []byte(rec.Orig)
+				if orig == nil {
+					orig = []byte(rec.OrigText)
+				}
+				c.conn(rec.Conn).judge.Intercepted(protocol.DirOf(string(rec.D)), orig)
+			}
 		case cassette.EventGap:
 			rep.add(checkFinding{Code: "cassette.gap", Severity: string(protocol.SevWarning), Record: rec.N, Conn: rec.Conn, Dir: string(rec.D),
 				Message: fmt.Sprintf("%d bytes of %q were forwarded but not recorded; pairing findings after this point may be spurious", rec.Bytes, rec.D)})

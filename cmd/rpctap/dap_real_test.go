@@ -28,7 +28,7 @@ func debugSession(t *testing.T, dir, program, source, line string, adapter []str
 		t.Fatalf("the debug session did not run through rpctap record:\n%s", live)
 	}
 	for i := 0; i < peerRuns(); i++ {
-		v := run(t, dir, "", append([]string{rp, "verify", cas, "--"}, adapter...)...)
+		v := verifyReal(t, dir, rp, cas, adapter...)
 		if v.code != 0 || !strings.Contains(v.stdout, "rpctap verify: ok:") {
 			t.Fatalf("verify run %d of %d: exit %d\n%s%s", i+1, peerRuns(), v.code, v.stdout, v.stderr)
 		}

@@ -384,7 +384,7 @@ func (p *matrixPeer) run(t *testing.T, rp, wrap string) {
 	// verify: the real child passes every run; `true` and another peer of
 	// the same protocol fail.
 	for i := 0; i < matrixRuns(); i++ {
-		v := run(t, dir, "", append([]string{rp, "verify", cas, "--"}, child...)...)
+		v := verifyReal(t, dir, rp, cas, child...)
 		if v.code != 0 || !strings.Contains(v.stdout, "rpctap verify: ok:") {
 			t.Errorf("verify run %d of %d against the real child: exit %d\n%s%s", i+1, matrixRuns(), v.code, v.stdout, v.stderr)
 			break

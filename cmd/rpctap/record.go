@@ -18,6 +18,7 @@ import (
 	"github.com/rpctap/rpctap/internal/framing"
 	"github.com/rpctap/rpctap/internal/portable"
 	"github.com/rpctap/rpctap/internal/recorder"
+	"github.com/rpctap/rpctap/internal/rewrite"
 	"github.com/rpctap/rpctap/protocol"
 	"github.com/rpctap/rpctap/replay"
 	"github.com/rpctap/rpctap/tap"
@@ -45,6 +46,12 @@ type recordOptions struct {
 	Fault       []string // --fault rules (record_fault.go)
 	FaultsFile  string   // --faults FILE
 	faults      []replay.Fault
+	// --intercept (record_intercept.go)
+	Intercept        bool
+	InterceptTimeout time.Duration
+	Break            []string
+	Rewrite          []string
+	rewrites         rewrite.Rules
 }
 
 func init() {
@@ -126,6 +133,10 @@ missing command, 126 if CMD cannot be executed, 127 if it is not found.`,
 			fs.StringVar(&o.Upstream, "upstream", "", "socket mode: forward each connection to the Unix socket `PATH`")
 			fs.StringArrayVar(&o.Fault, "fault", nil, "misbehave on purpose: apply `RULE` to the child's frames before the parent gets them, e.g. 'error method=tools/list' or 'kill frame=3' (repeatable; each fault is an event in the cassette; see docs/replay.md)")
 			fs.StringVar(&o.FaultsFile, "faults", "", "read fault rules from `FILE`, one a line")
+			fs.BoolVar(&o.Intercept, "intercept", false, "open a control socket to hold, edit, drop and inject frames (see 'rpctap ctl' and docs/intercept.md)")
+			fs.DurationVar(&o.InterceptTimeout, "intercept-timeout", 0, "forward a held frame unchanged after `DURATION` (0: hold until told)")
+			fs.StringArrayVar(&o.Break, "break", nil, "with --intercept: hold frames matching the filter `EXPR` from the first frame on (repeatable)")
+			fs.StringArrayVar(&o.Rewrite, "rewrite", nil, "change the frames a filter selects: `'EXPR => ACTION'`, ACTION set PATH JSON, delete PATH or error CODE MESSAGE (repeatable; each change is marked in the cassette with the original)")
 			return func(args []string, stdio Stdio) error { return runRecord(&o, args, stdio) }
 		},
 	})
@@ -142,6 +153,9 @@ func runRecord(o *recordOptions, args []string, stdio Stdio) error {
 		return Usagef("record: --grace must be positive")
 	}
 	if err := o.checkFaults(); err != nil {
+		return err
+	}
+	if err := o.checkIntercept(); err != nil {
 		return err
 	}
 	if o.Portable && o.Listen != "" {
@@ -189,7 +203,20 @@ func runRecord(o *recordOptions, args []string, stdio Stdio) error {
 		o.portableRun = &c
 		h = portableHeader(h, c)
 	}
-	obs := startRecorder(o, h, filepath.Base(args[0]), start, stdio)
+	ic, err := startIntercept(o, stdio)
+	if err != nil {
+		return err
+	}
+	if ic != nil {
+		defer ic.close()
+		if ic.ln != nil {
+			h.Control = ic.ln.Path()
+		}
+	}
+	obs, casPath := startRecorder(o, h, filepath.Base(args[0]), start, stdio)
+	if ic != nil && obs != nil {
+		ic.s.SetCassette(casPath)
+	}
 
 	tuneForwarding()
 	c := tap.Command(args[0], args[1:]...)
@@ -215,6 +242,9 @@ func runRecord(o *recordOptions, args []string, stdio Stdio) error {
 		c.ObserveFirst = true
 	}
 	installFaults(c, o.faults, stdio.Err)
+	if ic != nil {
+		ic.install(c)
+	}
 	err = c.Start()
 	for _, f := range detached {
 		f.Close()
@@ -256,12 +286,12 @@ func startFailure(err error) error {
 
 // startRecorder starts the crash-safe recorder process. A failure is one
 // warning line and a nil observer: the session runs unrecorded.
-func startRecorder(o *recordOptions, h cassette.Header, base string, start time.Time, stdio Stdio) tap.Observer {
+func startRecorder(o *recordOptions, h cassette.Header, base string, start time.Time, stdio Stdio) (tap.Observer, string) {
 	warn := func(msg string) { fmt.Fprintf(stdio.Err, "rpctap: warning: %s\n", msg) }
 	path, err := cassettePath(o, base, start)
 	if err != nil {
 		warn(fmt.Sprintf("not recording: %v", err))
-		return nil
+		return nil, ""
 	}
 	if !o.Quiet {
 		if f, ok := stdio.Err.(*os.File); ok && isTerminal(f) {
@@ -282,9 +312,9 @@ func startRecorder(o *recordOptions, h cassette.Header, base string, start time.
 	})
 	if err != nil {
 		warn(fmt.Sprintf("not recording: %v", err))
-		return nil
+		return nil, ""
 	}
-	return obs
+	return obs, path
 }
 
 // cassettePath picks the cassette's file: -o, else a new name in --dir,
@@ -363,7 +393,7 @@ func recordSocket(o *recordOptions, stdio Stdio) error {
 	if err := p.Bind(); err != nil {
 		return err
 	}
-	if obs := startRecorder(o, h, filepath.Base(o.Upstream), start, stdio); obs != nil {
+	if obs, _ := startRecorder(o, h, filepath.Base(o.Upstream), start, stdio); obs != nil {
 		p.Observer, p.ObserveFirst = obs, true
 	}
 	return p.Serve(ctx)

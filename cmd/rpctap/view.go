@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gdamore/tcell/v2"
+	"github.com/rpctap/rpctap/internal/intercept"
 	"github.com/rpctap/rpctap/viewer"
 	"github.com/spf13/pflag"
 )
@@ -19,6 +20,7 @@ type viewOptions struct {
 	Follow bool
 	Dump   string // WxH: draw headless, print the screen, exit
 	Keys   string // keys typed before --dump prints
+	Attach string // a live session's control socket (record --intercept)
 }
 
 func init() {
@@ -49,7 +51,15 @@ one line with exit status 4 before the screen opens.
 --dump WxH draws the screen without a terminal after typing --keys and
 prints it as text (for scripts, bug reports and tests). Keys are typed as
 written; <enter>, <esc>, <tab>, <bs>, <up>, <down>, <pgup>, <pgdn>, <home>,
-<end>, <c-d> and <c-u> name special keys.`,
+<end>, <c-d> and <c-u> name special keys.
+
+A live recording made with 'rpctap record --intercept' names its control
+socket in the cassette's header: view attaches to it (or to --attach
+SOCKET, whose session names its cassette) and shows how many frames are
+held and the oldest hold in the title; H opens the held frames pane, where
+you forward, edit, drop and inject frames and set breakpoints. The
+breakpoints the viewer sets go when it does, and what they held is
+forwarded (docs/intercept.md).`,
 		Example: `  rpctap view                                  # pick a recording
   rpctap view session.cassette
   rpctap view --follow live.cassette            # while 'rpctap record' writes it
@@ -64,6 +74,7 @@ written; <enter>, <esc>, <tab>, <bs>, <up>, <down>, <pgup>, <pgdn>, <home>,
 			fs.BoolVarP(&o.Follow, "follow", "f", false, "follow new records (automatic for a cassette without an end record)")
 			fs.StringVar(&o.Dump, "dump", "", "draw headless at WIDTHxHEIGHT, print the screen and exit")
 			fs.StringVar(&o.Keys, "keys", "", "with --dump: keys to type first")
+			fs.StringVar(&o.Attach, "attach", "", "attach to the control socket `SOCKET` of a session recorded with --intercept")
 			return func(args []string, stdio Stdio) error { return runView(o, args, stdio) }
 		},
 	})
@@ -100,6 +111,19 @@ func runView(o *viewOptions, args []string, stdio Stdio) error {
 		if w, h, err = viewer.ParseSize(o.Dump); err != nil {
 			return Usagef("--dump: %v", err)
 		}
+	}
+	if o.Attach != "" && len(args) == 0 {
+		// The session says where it records.
+		c, err := intercept.Dial(o.Attach)
+		if err != nil {
+			return Inputf("view --attach: %v", err)
+		}
+		st, err := c.List()
+		c.Close()
+		if err != nil || st.Cassette == "" {
+			return Inputf("view --attach %s: the session names no cassette (%v); give its path too", o.Attach, err)
+		}
+		args = []string{st.Cassette}
 	}
 	if len(args) == 1 {
 		_, err := viewOne(args[0], o, w, h, false, stdio)
@@ -165,6 +189,22 @@ func viewOne(path string, o *viewOptions, w, h int, fromPicker bool, stdio Stdio
 	follow := o.Follow || (!src.Ended() && src.X.TailError() == nil)
 	opts := viewer.Options{Name: path, Follow: follow, Back: fromPicker,
 		Follower: &viewer.Follower{Store: store, Path: path}}
+	sock := o.Attach
+	if sock == "" && !src.Ended() {
+		sock = src.X.Header().Control // a live intercepting session
+	}
+	if sock != "" {
+		c, err := intercept.Dial(sock)
+		switch {
+		case err == nil && c.Attach() == nil:
+			defer c.Close() // the viewer's breakpoints go with it
+			opts.Control = c
+		case o.Attach != "":
+			return false, Inputf("view --attach: %v", err)
+		}
+		// A control socket named by a cassette whose session ended is
+		// gone: view it as a recording.
+	}
 	if o.Dump != "" {
 		if err := dumpView(store, opts, w, h, o.Keys, stdio); err != nil {
 			return false, err

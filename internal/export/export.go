@@ -50,6 +50,10 @@ type Frame struct {
 	Method  string
 	ID      string // raw JSON id, "" when none
 	Payload []byte // the frame's bytes (redacted)
+	// Intercept is the frame's icpt mark (format 1.2): edit, inject,
+	// rewrite, or forward/timeout/release for a held frame; "" when rpctap
+	// forwarded it as the other side wrote it.
+	Intercept string
 }
 
 // Options shape an export.
@@ -240,7 +244,7 @@ func run(path string, w Writer, o Options, progress func(Progress), rep *Report)
 				payload = out
 			}
 		}
-		f := &Frame{Record: r.N, T: r.T, Dir: string(r.D), Kind: r.Kind, Method: r.Method, ID: string(r.ID), Payload: append([]byte(nil), payload...)}
+		f := &Frame{Record: r.N, T: r.T, Dir: string(r.D), Kind: r.Kind, Method: r.Method, ID: string(r.ID), Payload: append([]byte(nil), payload...), Intercept: r.Icpt}
 		if f.Kind == "" && r.JSON != nil {
 			// Recorded before its protocol was known (or written by a
 			// tool): classify with the protocol's rules now.

@@ -97,18 +97,26 @@ func (h *HAR) Exchange(x *Exchange) error {
 	if wait < 0 {
 		wait = -1
 	}
+	reqHeaders := []nv{{"X-Rpctap-Direction", req.Dir}, {"X-Rpctap-Kind", req.Kind}, {"X-Rpctap-Id", req.ID}, {"X-Rpctap-Record", strconv.FormatUint(req.Record, 10)}}
+	if req.Intercept != "" {
+		reqHeaders = append(reqHeaders, nv{"X-Rpctap-Intercept", req.Intercept})
+	}
+	respHeaders := []nv{}
+	if x.Response != nil && x.Response.Intercept != "" {
+		respHeaders = append(respHeaders, nv{"X-Rpctap-Intercept", x.Response.Intercept})
+	}
 	entry := map[string]any{
 		"startedDateTime": at(h.s, req.T).UTC().Format(time.RFC3339Nano),
 		"time":            max(latency, 0),
 		"request": map[string]any{
 			"method": "POST", "url": "rpctap://" + orRaw(h.s.Protocol) + "/" + req.Method, "httpVersion": "JSON-RPC",
-			"headers": []nv{{"X-Rpctap-Direction", req.Dir}, {"X-Rpctap-Kind", req.Kind}, {"X-Rpctap-Id", req.ID}, {"X-Rpctap-Record", strconv.FormatUint(req.Record, 10)}},
+			"headers": reqHeaders,
 			"cookies": []nv{}, "queryString": []nv{}, "headersSize": -1, "bodySize": len(req.Payload),
 			"postData": map[string]any{"mimeType": "application/json", "text": string(req.Payload)},
 		},
 		"response": map[string]any{
 			"status": status, "statusText": statusText, "httpVersion": "JSON-RPC",
-			"headers": []nv{}, "cookies": []nv{}, "content": content, "redirectURL": "", "headersSize": -1, "bodySize": content["size"],
+			"headers": respHeaders, "cookies": []nv{}, "content": content, "redirectURL": "", "headersSize": -1, "bodySize": content["size"],
 		},
 		"cache":   map[string]any{},
 		"timings": map[string]any{"send": 0, "wait": wait, "receive": 0},
@@ -169,6 +177,12 @@ func (t *Trace) Exchange(x *Exchange) error {
 	args := map[string]any{"record": req.Record, "kind": req.Kind}
 	if req.ID != "" {
 		args["id"] = req.ID
+	}
+	if req.Intercept != "" {
+		args["intercept"] = req.Intercept
+	}
+	if x.Response != nil && x.Response.Intercept != "" {
+		args["response_intercept"] = x.Response.Intercept
 	}
 	ev := map[string]any{"pid": 1, "tid": tid, "name": orRaw(req.Method), "cat": req.Kind, "ts": float64(req.T) / 1e3, "args": args}
 	switch {
@@ -440,6 +454,12 @@ func (o *OTLP) Exchange(x *Exchange) error {
 	}
 	if req.ID != "" {
 		attrs = append(attrs, attr("jsonrpc.request.id", req.ID))
+	}
+	if req.Intercept != "" {
+		attrs = append(attrs, attr("rpctap.intercept", req.Intercept))
+	}
+	if x.Response != nil && x.Response.Intercept != "" {
+		attrs = append(attrs, attr("rpctap.response.intercept", x.Response.Intercept))
 	}
 	if facts.Tool != "" {
 		attrs = append(attrs, attr("gen_ai.tool.name", facts.Tool))

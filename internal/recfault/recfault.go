@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rpctap/rpctap/cassette"
 	"github.com/rpctap/rpctap/replay"
 )
 
@@ -154,6 +155,9 @@ func (w *Writer) line(line []byte) error {
 	for i := range w.Rules {
 		r := &w.Rules[i]
 		if r.Method != "" && r.Method != method || r.Kind != "" && r.Kind != kind || r.Frame > 0 && r.Frame != w.frames {
+			continue
+		}
+		if !r.MatchFrame("", cassette.DirOut, body, kind, method, string(e.ID)) {
 			continue
 		}
 		limit := r.Times

@@ -48,6 +48,10 @@ func TestWriter(t *testing.T) {
 		{"delay 1ms", notif + resp + "tail", 2},
 		{"drop times=1", resp + "tail", 1},
 		{"kill frame=2", notif, 1},
+		// filter=: the viewer's filter language selects the frame.
+		{"drop filter=m=tools/list&kind:response", notif + "tail", 1},
+		{"drop filter=/12345678901234567890/", resp + "tail", 1},
+		{"drop filter=m:nothing", notif + resp + "tail", 0},
 	} {
 		var out bytes.Buffer
 		var notes []string
@@ -74,6 +78,19 @@ func TestWriter(t *testing.T) {
 		}
 		if killed != strings.HasPrefix(c.rule, "kill") {
 			t.Errorf("%q: killed %v", c.rule, killed)
+		}
+	}
+}
+
+// TestFilterSelectorErrors: a filter= that is not a valid breakpoint is a
+// rule error saying why.
+func TestFilterSelectorErrors(t *testing.T) {
+	for rule, want := range map[string]string{
+		"drop filter=slow>1s":    "cannot be a breakpoint",
+		"drop filter=kind:bogus": "kind:",
+	} {
+		if _, err := replay.ParseFault(rule); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", rule, err, want)
 		}
 	}
 }

@@ -384,6 +384,11 @@ type wireEvent struct {
 	Signal string   `json:"signal,omitempty"`
 	Bytes  int64    `json:"bytes,omitempty"`
 	Msg    string   `json:"msg,omitempty"`
+	// intercept events (tap.Event's Action, HeldNs, Breakpoint, Original)
+	Action     string `json:"act,omitempty"`
+	HeldNs     int64  `json:"held,omitempty"`
+	Breakpoint string `json:"bp,omitempty"`
+	Original   []byte `json:"orig,omitempty"`
 }
 
 // Event sends the event to the sink, to be recorded after every chunk
@@ -392,7 +397,8 @@ func (o *PipeObserver) Event(e tap.Event) {
 	if o.dead.Load() {
 		return
 	}
-	payload, err := json.Marshal(wireEvent{Kind: e.Kind, Argv: e.Argv, Cwd: e.Cwd, PID: e.PID, Exit: e.Exit, Signal: e.Signal, Bytes: e.Bytes, Msg: e.Msg})
+	payload, err := json.Marshal(wireEvent{Kind: e.Kind, Argv: e.Argv, Cwd: e.Cwd, PID: e.PID, Exit: e.Exit, Signal: e.Signal, Bytes: e.Bytes, Msg: e.Msg,
+		Action: e.Action, HeldNs: e.HeldNs, Breakpoint: e.Breakpoint, Original: e.Original})
 	if err != nil {
 		return
 	}

@@ -232,6 +232,10 @@ type connState struct {
 	partHdr [3]string            // header block of a Content-Length message being recorded in parts
 	skipped [3]int64             // bytes passed over after a gap (the rest of the message it cut), not yet in a gap record
 	pending [2]map[string]string // per direction: request id -> method, awaiting a response from the other side
+	// mark is an intercept event that marks the next frame of its stream
+	// (the tap tells it just before it forwards the frame): the frame is
+	// written with icpt, the event right after it.
+	mark [3]*tap.Event
 }
 
 type valJob struct {
@@ -245,7 +249,10 @@ type valJob struct {
 	// closed: the parent closed the child's stdin at record n (tells the
 	// Session, see protocol.Session.ParentClosed).
 	closed bool
-	valid  bool // frame is valid JSON (cassette.Verbatim said so): the Session skips its syntax pass
+	// intercepted: frame never reached the other side (an intercept
+	// event's original, dropped or taken); see protocol.Session.Intercepted.
+	intercepted bool
+	valid       bool // frame is valid JSON (cassette.Verbatim said so): the Session skips its syntax pass
 	// info is the protocol's Classify answer for frame (when hasInfo): the
 	// Session does not classify again.
 	info    protocol.Info
@@ -659,6 +666,11 @@ func (r *Recorder) endStreams(conn int, cs *connState) {
 		cs.split[s].End(func(h, p []byte, eol string, part bool) {
 			r.line(conn, stream, cs.lastT[stream], h, p, eol, part)
 		})
+		if m := cs.mark[s]; m != nil {
+			// The marked frame never came (its forwarding failed).
+			cs.mark[s] = nil
+			r.writeIntercept(*m, cs, 0)
+		}
 	}
 }
 

@@ -156,8 +156,18 @@ func (r *Recorder) line(conn int, stream tap.Stream, t int64, hdr, payload []byt
 	} else {
 		r.rec.SetPayloadChecked(payload, verbatim)
 	}
+	m := cs.mark[stream%3]
+	if m != nil && !part {
+		r.rec.Icpt = m.Action
+	}
 	r.stats.Frames++
 	r.put()
+	if m != nil && !part {
+		cs.mark[stream%3] = nil
+		fn := r.rec.N
+		m.T = max(m.T, t)
+		defer r.writeIntercept(*m, cs, fn) // after the validation job of this frame
+	}
 	if r.failed.Load() {
 		return
 	}
@@ -442,6 +452,15 @@ func (r *Recorder) validateOne(sessions map[int]*protocol.Session, j valJob) (v 
 		}
 		return nil, ""
 	}
+	if j.intercepted {
+		s := sessions[j.conn]
+		if s == nil {
+			s = protocol.NewSession(r.proto)
+			sessions[j.conn] = s
+		}
+		s.Intercepted(j.dir, j.frame)
+		return nil, ""
+	}
 	if j.end {
 		if s := sessions[j.conn]; s != nil {
 			delete(sessions, j.conn)
@@ -500,6 +519,15 @@ func panicLine(p any) string {
 func (r *Recorder) event(it *item) {
 	e := it.ev
 	cs := r.conn(e.Conn)
+	if e.Kind == cassette.EventIntercept {
+		switch e.Action {
+		case "drop", "take":
+			r.writeIntercept(e, cs, 0)
+		default:
+			cs.mark[e.Stream%3] = &e
+		}
+		return
+	}
 	switch e.Kind {
 	case cassette.EventGap:
 		// A gap reported after the chunks (the sink's gaps that found no
@@ -545,6 +573,52 @@ func (r *Recorder) event(it *item) {
 		r.rec.D = cassette.DirIn
 	}
 	r.put()
+}
+
+// writeIntercept writes an intercept event; ref is the frame it marks (0:
+// none was sent).
+func (r *Recorder) writeIntercept(e tap.Event, cs *connState, ref uint64) {
+	r.newRecord(e.T, cassette.KindEvent, e.Conn)
+	r.rec.Ev = e.Kind
+	r.rec.Msg = e.Msg
+	r.interceptEvent(e, cs)
+	r.rec.Ref = ref
+	r.put()
+}
+
+// interceptEvent fills the format 1.2 members of an intercept event: what
+// was done, how long the frame was held, by which breakpoint or rule, and
+// the original, redacted as a frame would be.
+func (r *Recorder) interceptEvent(e tap.Event, cs *connState) {
+	r.rec.D = dirOf(e.Stream)
+	r.rec.Act, r.rec.Held, r.rec.BP = e.Action, e.HeldNs, e.Breakpoint
+	if e.Original != nil {
+		orig := e.Original
+		verbatim := cassette.Verbatim(orig)
+		if out, _, changed := r.redactFrame(orig, verbatim); changed {
+			orig, verbatim = out, cassette.Verbatim(out)
+		}
+		if verbatim {
+			r.rec.Orig = append(json.RawMessage(nil), orig...)
+		} else {
+			r.rec.OrigText = string(orig)
+		}
+		if e.Action == "drop" || e.Action == "take" {
+			// The validator learns that the other side never got it
+			// (an answer rpctap kept is not a request left unanswered),
+			// in its place among the frames.
+			j := valJob{conn: e.Conn, dir: protocol.FromParent, frame: bytes.Clone(e.Original), intercepted: true}
+			if e.Stream == tap.Stdout {
+				j.dir = protocol.FromChild
+			}
+			switch {
+			case r.proto != nil:
+				r.queueValidation(j)
+			case r.detect != nil:
+				r.detect.Hold(j)
+			}
+		}
+	}
 }
 
 // holdHeap orders held chunks by Seq: a binary min-heap written out for

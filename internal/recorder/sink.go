@@ -644,7 +644,8 @@ func sinkReader(rec *Recorder, r *bufio.Reader, pipe *drainReader, gate *eventGa
 				continue
 			}
 			e := tap.Event{T: h.t, Conn: int(h.conn), Kind: we.Kind, Argv: we.Argv, Cwd: we.Cwd, PID: we.PID,
-				Exit: we.Exit, Signal: we.Signal, Stream: tap.Stream(h.stream), Bytes: we.Bytes, Msg: we.Msg}
+				Exit: we.Exit, Signal: we.Signal, Stream: tap.Stream(h.stream), Bytes: we.Bytes, Msg: we.Msg,
+				Action: we.Action, HeldNs: we.HeldNs, Breakpoint: we.Breakpoint, Original: we.Original}
 			rec.enqueueEvent(e, h.seq)
 			gate.add()
 		default:

@@ -323,7 +323,15 @@ func mcpParent(argv []string) error {
 		name string
 		args any
 	}{{"greet", obj{"name": "replay"}}, {"roots", obj{}}, {"sample", obj{}}, {"ping", obj{}}, {"log", obj{}}} {
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: call.name, Arguments: call.args})
+		// RPCTAP_TESTPEER_CALL_TIMEOUT bounds each call, so that a test
+		// that drops an answer (rpctap ctl drop) sees the client give up
+		// on it as it would on a lost answer, and go on.
+		callCtx, callCancel := ctx, context.CancelFunc(func() {})
+		if d, err := time.ParseDuration(os.Getenv("RPCTAP_TESTPEER_CALL_TIMEOUT")); err == nil && d > 0 {
+			callCtx, callCancel = context.WithTimeout(ctx, d)
+		}
+		res, err := cs.CallTool(callCtx, &mcp.CallToolParams{Name: call.name, Arguments: call.args})
+		callCancel()
 		if err != nil {
 			fmt.Printf("%s: error %v\n", call.name, err)
 			continue
