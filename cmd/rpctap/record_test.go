@@ -29,12 +29,22 @@ func rpctapEnv() []string { return append(os.Environ(), "GORACE=atexit_sleep_ms=
 // catRaw returns one direction's exact bytes from a cassette.
 func catRaw(t *testing.T, cas, dir string, flags ...string) ([]byte, string) {
 	t.Helper()
+	out, warn, err := tryCatRaw(cas, dir, flags...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, warn
+}
+
+// tryCatRaw is catRaw for a cassette that may still be empty (its recorder
+// has not written the header yet), and for goroutines other than the test's.
+func tryCatRaw(cas, dir string, flags ...string) ([]byte, string, error) {
 	var out, errb bytes.Buffer
 	args := append(append([]string{"cat", "--raw", "--direction", dir}, flags...), cas)
 	if code := Main(args, Stdio{In: strings.NewReader(""), Out: &out, Err: &errb}); code != 0 {
-		t.Fatalf("rpctap cat --raw --direction %s: exit %d: %s", dir, code, errb.String())
+		return nil, "", fmt.Errorf("rpctap cat --raw --direction %s: exit %d: %s", dir, code, errb.String())
 	}
-	return out.Bytes(), errb.String()
+	return out.Bytes(), errb.String(), nil
 }
 
 // What goes in comes out, and `cat --raw` of the cassette reproduces both
@@ -168,10 +178,16 @@ func TestRecordACPSDK(t *testing.T) {
 			// The sink outlives rpctap's SIGKILL and finishes on its own:
 			// wait for it, then everything the client read must be there,
 			// up to the prompt's response (the last frame it received).
-			var raw []byte
+			// Until then the file may still be empty (under load the sink
+			// has not written its header when the client is done), which
+			// cat rightly refuses: try again until the deadline.
+			var (
+				raw    []byte
+				catErr error
+			)
 			deadline := time.Now().Add(20 * time.Second)
 			for {
-				raw, _ = catRaw(t, cas, "out")
+				raw, _, catErr = tryCatRaw(cas, "out")
 				if bytes.Contains(raw, []byte(`"stopReason"`)) || time.Now().After(deadline) {
 					break
 				}
@@ -179,12 +195,16 @@ func TestRecordACPSDK(t *testing.T) {
 			}
 			end := bytes.Index(raw, []byte(`"stopReason"`))
 			if end < 0 {
-				t.Errorf("run %d: the cassette lacks the prompt's response (%d bytes of out)", i, len(raw))
+				t.Errorf("run %d: the cassette lacks the prompt's response (%d bytes of out; %v)", i, len(raw), catErr)
 				return
 			}
 			end += bytes.IndexByte(raw[end:], '\n') + 1
 			// And what the client sent, the prompt and its permission answer.
-			in, _ := catRaw(t, cas, "in")
+			in, _, err := tryCatRaw(cas, "in")
+			if err != nil {
+				t.Errorf("run %d: %v", i, err)
+				return
+			}
 			for _, m := range []string{`"session/prompt"`, `"optionId":"allow"`} {
 				if !bytes.Contains(in, []byte(m)) {
 					t.Errorf("run %d: the cassette's in stream lacks %s", i, m)
