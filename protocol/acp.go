@@ -22,6 +22,7 @@ func (acpProto) Wire() Wire {
 }
 
 func (acpProto) Classify(_ Dir, frame []byte) Info { return classifyRPC(frame) }
+func (acpProto) classifiesRPC()                    {}
 
 // HandshakeDir and IsHandshake: the client opens with initialize.
 func (acpProto) HandshakeDir() Dir { return FromParent }

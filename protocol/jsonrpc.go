@@ -94,19 +94,22 @@ func (f *rpcFields) info() Info {
 }
 
 // knownMethods interns the method names of the catalogues so that
-// classifying a frame with a known method allocates nothing for it.
+// classifying a frame with a known method allocates nothing for it. Each
+// protocol's catalogue (Cataloguer) is added when it registers, so this
+// file names none of them.
 var knownMethods = map[string]string{}
+
+// internMethods adds names to knownMethods (from register, at init).
+func internMethods(names []string) {
+	for _, m := range names {
+		knownMethods[m] = m
+	}
+}
 
 // smallIDs interns the ids 0..1023, the ones most sessions use.
 var smallIDs [1024]string
 
 func init() {
-	for m := range acpMethods {
-		knownMethods[m] = m
-	}
-	for m := range mcpMethods {
-		knownMethods[m] = m
-	}
 	for i := range smallIDs {
 		smallIDs[i] = strconv.Itoa(i)
 	}
@@ -294,6 +297,7 @@ type jsonrpcProto struct{}
 func (jsonrpcProto) Name() string                      { return "jsonrpc" }
 func (jsonrpcProto) MaxFrame() int                     { return 0 }
 func (jsonrpcProto) Classify(_ Dir, frame []byte) Info { return classifyRPC(frame) }
+func (jsonrpcProto) classifiesRPC()                    {}
 func (jsonrpcProto) Validate(_ Dir, frame []byte, _ Info) []Violation {
 	vs, _ := validateEnvelope(frame, envelopeOpts{})
 	return vs

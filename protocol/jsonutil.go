@@ -109,15 +109,17 @@ func (x *frameIndex) reset() { x.frame, x.idx, x.on = nil, nil, false; x.own.Res
 // by lookup instead of scanning them. idx must index exactly frame, which
 // must be valid JSON; nil idx means no index.
 func ClassifyIndexed(p Protocol, dir Dir, frame []byte, idx *jsonscan.Index) Info {
-	if idx != nil {
-		switch p.(type) {
-		case acpProto, mcpProto, jsonrpcProto: // Classify is classifyRPC
-			x := frameIndex{frame: frame, idx: idx, on: true}
-			return classifyRPCIn(&x, frame)
-		}
+	if _, ok := p.(rpcClassifier); ok && idx != nil {
+		x := frameIndex{frame: frame, idx: idx, on: true}
+		return classifyRPCIn(&x, frame)
 	}
 	return p.Classify(dir, frame)
 }
+
+// rpcClassifier marks a protocol whose Classify is classifyRPC (the
+// JSON-RPC 2.0 envelope as it is), which ClassifyIndexed may then run on
+// the index; each such protocol says so in its own file.
+type rpcClassifier interface{ classifiesRPC() }
 
 // skip is skipValue(b, i). When b is a piece of the indexed frame (sliced
 // from it, so cap tells its offset) and the value at i is indexed, it is a

@@ -25,6 +25,7 @@ func (mcpProto) Wire() Wire {
 }
 
 func (mcpProto) Classify(_ Dir, frame []byte) Info { return classifyRPC(frame) }
+func (mcpProto) classifiesRPC()                    {}
 
 // NotSecret: MCP's progress token (Progress): a requester "includes a
 // progressToken in the request metadata"; "Progress tokens MUST be a string

@@ -197,3 +197,89 @@ func TestProtocolFilesNameOwnMethods(t *testing.T) {
 		t.Errorf("planted as an LSP file (its own publishDiagnostics allowed): got %q", got)
 	}
 }
+
+// TestSharedFilesUseNoProtocolIdentifiers: what the literal scan above
+// cannot see. A shared file, or the generic JSON-RPC protocol's, that uses
+// a protocol's own declarations by name (acpMethods, mcpProto, ...) knows
+// that protocol as surely as one that spells its method names: adding a
+// protocol would mean editing it. Helpers that only happen to live in a
+// protocol's file (memberOf, req) are not named after a protocol and stay
+// out of this rule; so do protocols that build on a relative's (pi's
+// detection tells it from opi and synaps by their tables, LSP reuses MCP's
+// direction type).
+func TestSharedFilesUseNoProtocolIdentifiers(t *testing.T) {
+	files, _ := filepath.Glob("*.go")
+	exp, _ := filepath.Glob(filepath.Join("..", "internal", "export", "*.go"))
+	names := Names()
+	fset := token.NewFileSet()
+	parsed := map[string]*ast.File{}
+	declared := map[string]string{} // identifier -> the protocol whose files declare it
+	for _, f := range append(files, exp...) {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		pf, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parsed[f] = pf
+		o := ""
+		if filepath.Dir(f) == "." {
+			o = ownerOf(f, names)
+		}
+		if o == "" {
+			continue
+		}
+		for _, d := range pf.Decls {
+			var ids []*ast.Ident
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if d.Recv == nil {
+					ids = append(ids, d.Name)
+				}
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					switch s := s.(type) {
+					case *ast.ValueSpec:
+						ids = append(ids, s.Names...)
+					case *ast.TypeSpec:
+						ids = append(ids, s.Name)
+					}
+				}
+			}
+			for _, id := range ids {
+				if strings.HasPrefix(strings.ToLower(id.Name), o) {
+					declared[id.Name] = o
+				}
+			}
+		}
+	}
+	if declared["acpMethods"] != "acp" || declared["mcpProto"] != "mcp" {
+		t.Fatalf("the scan missed acpMethods or mcpProto: %v", declared)
+	}
+	var bad []string
+	for f, pf := range parsed {
+		o := ""
+		if filepath.Dir(f) == "." {
+			o = ownerOf(f, names)
+		}
+		ast.Inspect(pf, func(n ast.Node) bool {
+			id, ok := n.(*ast.Ident)
+			if !ok {
+				return true
+			}
+			if p, ok := declared[id.Name]; ok && p != o && (o == "" || o == "jsonrpc") {
+				where := "a shared file"
+				if o != "" {
+					where = "a file of " + o
+				}
+				bad = append(bad, fmt.Sprintf("%s: %s uses %s, declared by %s", fset.Position(id.Pos()), where, id.Name, p))
+			}
+			return true
+		})
+	}
+	sort.Strings(bad)
+	for _, b := range bad {
+		t.Error(b)
+	}
+}

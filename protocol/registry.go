@@ -25,6 +25,9 @@ func register(p Protocol, priority int, sniff func(dir Dir, frame []byte) int) {
 		panic("protocol registered twice: " + p.Name())
 	}
 	registry[p.Name()] = entry{p: p, sniff: sniff, priority: priority}
+	if c, ok := p.(Cataloguer); ok {
+		internMethods(c.Catalogue())
+	}
 }
 
 // Register adds a protocol defined outside this package (a test's toy

@@ -109,18 +109,30 @@ func TestACPTSClientSIGTERM(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(bin, "npx"), []byte(shim), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("node", client)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	cmd.Stdin = strings.NewReader("1\n") // allow the permission the agent asks for
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "Agent completed with: end_turn") {
-		t.Fatalf("the TS client with the Go agent under rpctap record: %v\n%s", err, out)
-	}
-	testpeers.WaitFinished(t, rp, cas, 30*time.Second)
-	table := run(t, dir, "", rp, "cat", "--format", "table", cas).stdout
-	if !strings.Contains(table, "exit                                           signal SIGTERM") {
-		t.Fatalf("the recording does not end with the client's SIGTERM:\n%s", table)
+	// The client kills its agent and then exits; when its exit closes the
+	// agent's stdin before the kill lands, the Go agent ends at EOF with 0
+	// and the session has no SIGTERM to judge (seen once in a loaded -race
+	// run). That is the client's race, not rpctap's, so such a recording is
+	// made again, at most three times in all.
+	for attempt := 1; ; attempt++ {
+		os.Remove(cas)
+		cmd := exec.Command("node", client)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+		cmd.Stdin = strings.NewReader("1\n") // allow the permission the agent asks for
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "Agent completed with: end_turn") {
+			t.Fatalf("the TS client with the Go agent under rpctap record: %v\n%s", err, out)
+		}
+		testpeers.WaitFinished(t, rp, cas, 30*time.Second)
+		table := run(t, dir, "", rp, "cat", "--format", "table", cas).stdout
+		if strings.Contains(table, "exit                                           signal SIGTERM") {
+			break
+		}
+		if attempt == 3 {
+			t.Fatalf("3 recordings, none ends with the client's SIGTERM; the last:\n%s", table)
+		}
+		t.Logf("recording %d ends without the client's SIGTERM (the client's exit closed the agent's stdin first); recording again", attempt)
 	}
 	for i := 0; i < peerRuns(); i++ {
 		r := verifyReal(t, dir, rp, cas, agent)

@@ -104,7 +104,8 @@ func TestFlagsAfterFiles(t *testing.T) {
 		{[]string{"normalize", demo, "out.cassette", "--frob"}, ExitUsage, "unknown flag: --frob"},
 		{[]string{"replay", demo, "--frob"}, ExitUsage, "unknown flag: --frob"},
 		{[]string{"verify", demo, "--timeout", "1s", "--", "cat"}, ExitUsage, "flags go before the cassette"},
-		{[]string{"shrink", demo, "--test", "false"}, ExitUsage, "flags go before the cassette"},
+		{[]string{"shrink", demo, "--timeout", "1s", "--", "cat"}, ExitUsage, "flags go before the cassette"},
+		{[]string{"shrink", demo, "--test", "false", "--frob"}, ExitUsage, "unknown flag: --frob"},
 	} {
 		r := run(t, dir, "", append([]string{rp}, c.args...)...)
 		got := r.stdout

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/safefile"
 	"github.com/rpctap/rpctap/internal/shrink"
 	"github.com/rpctap/rpctap/protocol"
 	"github.com/spf13/pflag"
@@ -52,6 +53,8 @@ The failure is one of:
   --check CODE    rpctap check CANDIDATE reports violation CODE
   --test CMD      CMD (run by sh -c, with $RPCTAP_CASSETTE set to the
                   candidate) exits non-zero
+With --parent, --check or --test its flags may also follow CASSETTE; with
+-- CMD they go before it (everything after CASSETTE is the child's).
 --match REGEXP also requires the failing run's output (stdout and stderr) to
 match, so that the shrunk cassette fails the same way, not another.
 
@@ -78,7 +81,23 @@ runs, time) on stderr. See docs/replay.md.`,
 			return func(args []string, stdio Stdio) error {
 				var child []string
 				if len(args) >= 2 && strings.HasPrefix(args[1], "-") && args[1] != "--" {
-					return Usagef("shrink: flags go before the cassette: rpctap shrink [flags] CASSETTE -- CMD [ARGS...] (got %s after it; everything after the cassette is the child's command line)", args[1])
+					// Flags after the cassette: shrink --test, --check and
+					// --parent run no child command line of their own, so
+					// shrink takes files there like check does
+					// (shrink x.cassette --test CMD). With -- CMD it keeps
+					// verify's rule: flags before the cassette.
+					flag := args[1]
+					if err := fs.Parse(args[1:]); err != nil {
+						if errors.Is(err, pflag.ErrHelp) {
+							writeCommandHelp(stdio.Out, commands["shrink"], fs)
+							return nil
+						}
+						return Usagef("shrink: %v", err)
+					}
+					if len(fs.Args()) > 0 {
+						return Usagef("shrink: with a child command line, flags go before the cassette: rpctap shrink [flags] CASSETTE -- CMD [ARGS...] (got %s after it; everything after the cassette is the child's command line)", flag)
+					}
+					args = args[:1]
 				}
 				if len(args) >= 2 && args[1] == "--" {
 					child = args[2:]
@@ -138,10 +157,17 @@ func runShrink(path string, child []string, o *shrinkOptions, stdio Stdio) error
 	if sameFile(out, path) {
 		return Usagef("shrink: -o would overwrite %s; the input is never changed", path)
 	}
+	// An -o that cannot be written (a read-only directory, a file where
+	// its directory should be) is said now, before the runs, not after a
+	// shrink that may take an hour and is then lost.
+	if _, err := safefile.Beside(out); err != nil {
+		return writeFailed("shrink", err)
+	}
 	dir, err := os.MkdirTemp("", "rpctap-shrink-")
 	if err != nil {
 		return err
 	}
+	defer safefile.Track(dir)() // removed on Ctrl-C or SIGTERM too
 	defer os.RemoveAll(dir)
 
 	cand := filepath.Join(dir, "candidate.cassette")

@@ -477,7 +477,7 @@ func newUpdater(path, proto string, argv []string) (*updater, error) {
 // abandon drops the cassette of a run that did not start.
 func (u *updater) abandon() {
 	u.rec.Close()
-	os.Remove(u.tmp)
+	safefile.Discard(u.tmp)
 }
 
 // finish puts the cassette the tap finalized (its Wait closed the recorder,
@@ -491,7 +491,7 @@ func (u *updater) finish() error {
 		err = errors.New(strings.Join(u.warn, "; "))
 	}
 	if err != nil {
-		os.Remove(u.tmp)
+		safefile.Discard(u.tmp)
 		return err
 	}
 	return safefile.Commit(u.tmp, u.path, safefile.Options{Verify: completeCassette})

@@ -29,8 +29,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -207,6 +209,8 @@ func writeReplace(path, real string, st fs.FileInfo, o Options, write func(io.Wr
 		return &Error{Path: path, Op: "create", Err: unwrapPath(err)}
 	}
 	tmp := f.Name()
+	untrack := Track(tmp)
+	defer untrack()
 	done := false
 	defer func() {
 		if !done {
@@ -307,6 +311,9 @@ func Beside(path string) (string, error) {
 	if err != nil {
 		return "", &Error{Path: path, Op: "resolve", Err: err}
 	}
+	if st != nil && st.IsDir() {
+		return "", &Error{Path: path, Op: "open", Err: errors.New("is a directory")}
+	}
 	dir := filepath.Dir(real)
 	if direct(real, st) {
 		dir = os.TempDir()
@@ -320,7 +327,14 @@ func Beside(path string) (string, error) {
 	name := f.Name()
 	f.Close()
 	os.Remove(name) // the writer creates it (cassette.Create refuses to replace)
+	Track(name)     // until Commit or Discard
 	return name, nil
+}
+
+// Discard removes tmp (from Beside) when its run is given up.
+func Discard(tmp string) {
+	os.Remove(tmp)
+	forget(tmp)
 }
 
 // Commit puts the finished, synced file tmp (from Beside) in place of path
@@ -328,7 +342,7 @@ func Beside(path string) (string, error) {
 // target, copied into a device or FIFO. tmp is gone afterwards in every
 // case; on failure the target is untouched.
 func Commit(tmp, path string, o Options) error {
-	defer os.Remove(tmp)
+	defer Discard(tmp)
 	real, st, err := resolve(path)
 	if err != nil {
 		return &Error{Path: path, Op: "resolve", Err: err}
@@ -362,4 +376,87 @@ func Commit(tmp, path string, o Options) error {
 	}
 	syncDir(filepath.Dir(real))
 	return nil
+}
+
+// Temporary files and signals. Go's default action for SIGINT, SIGTERM and
+// SIGHUP ends the process at once, without running deferred calls, so a
+// Ctrl-C in the middle of a write would leave the temporary file beside the
+// target (the target itself is safe: only the last rename replaces it).
+// While a temporary file is pending, safefile therefore catches those
+// signals (the ones not ignored when rpctap started: a background job's
+// SIGINT stays ignored), removes every pending file and dies of the same
+// signal, as the default action would have. With nothing pending the
+// signals have their default action again, so the commands that handle
+// signals themselves (record and replay relay them to the child) are not
+// affected: they write no temporary files.
+var pending = struct {
+	sync.Mutex
+	names map[string]int
+	sigc  chan os.Signal
+}{names: map[string]int{}}
+
+// Track registers name, a temporary file or directory the caller made, to
+// be removed (with everything in it) if the process is ended by SIGINT,
+// SIGTERM or SIGHUP before untrack is called.
+func Track(name string) (untrack func()) {
+	pending.Lock()
+	defer pending.Unlock()
+	pending.names[name]++
+	if pending.sigc == nil {
+		var sigs []os.Signal
+		for _, s := range []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
+			if !signal.Ignored(s) {
+				sigs = append(sigs, s)
+			}
+		}
+		if len(sigs) > 0 {
+			c := make(chan os.Signal, 1)
+			signal.Notify(c, sigs...)
+			pending.sigc = c
+			go interrupted(c)
+		}
+	}
+	var once sync.Once
+	return func() { once.Do(func() { forget(name) }) }
+}
+
+// forget drops name from the pending set; the last one gives the signals
+// back their default action.
+func forget(name string) {
+	pending.Lock()
+	defer pending.Unlock()
+	if pending.names[name] == 0 {
+		return
+	}
+	if pending.names[name]--; pending.names[name] == 0 {
+		delete(pending.names, name)
+	}
+	if len(pending.names) == 0 && pending.sigc != nil {
+		signal.Stop(pending.sigc)
+		close(pending.sigc)
+		pending.sigc = nil
+	}
+}
+
+// interrupted waits for a signal on c (closed when nothing is pending),
+// removes the pending files, and raises the signal again with its default
+// action.
+func interrupted(c chan os.Signal) {
+	s, ok := <-c
+	if !ok {
+		return
+	}
+	pending.Lock()
+	for name := range pending.names {
+		os.RemoveAll(name)
+	}
+	pending.names = map[string]int{}
+	if pending.sigc == c {
+		signal.Stop(c)
+		pending.sigc = nil
+	}
+	pending.Unlock()
+	if sig, ok := s.(syscall.Signal); ok {
+		syscall.Kill(os.Getpid(), sig)
+	}
 }

@@ -5,11 +5,13 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -323,5 +325,69 @@ func TestBesideAndCommit(t *testing.T) {
 	}
 	if st, _ := os.Stat(target); st.Mode().Perm() != 0o640 {
 		t.Errorf("mode %v, want the old 0640", st.Mode().Perm())
+	}
+}
+
+// TestSignalRemovesPending: while a temporary file is pending, SIGTERM
+// removes it and the process still dies of SIGTERM; once nothing is
+// pending the signals have their default action again. The process that
+// is signalled is this test binary re-executed (SAFEFILE_SIGNAL_CHILD).
+func TestSignalRemovesPending(t *testing.T) {
+	if dir := os.Getenv("SAFEFILE_SIGNAL_CHILD"); dir != "" {
+		Write(filepath.Join(dir, "target"), Options{}, func(w io.Writer) error {
+			io.WriteString(w, "partial")
+			os.WriteFile(filepath.Join(dir, "writing"), nil, 0o600)
+			select {} // until the signal
+		})
+		return
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "target"), []byte("old"), 0o600)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSignalRemovesPending$")
+	cmd.Env = append(os.Environ(), "SAFEFILE_SIGNAL_CHILD="+dir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		if _, err := os.Stat(filepath.Join(dir, "writing")); err == nil {
+			break
+		}
+		if i > 1000 {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatal("the child never started writing")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
+		t.Errorf("the writer ended with %v, want death by SIGTERM", cmd.ProcessState)
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if e.Name() != "target" && e.Name() != "writing" {
+			t.Errorf("left behind: %s", e.Name())
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "target")); string(b) != "old" {
+		t.Errorf("target is %q", b)
+	}
+
+	// Nothing pending after a write, a Beside/Commit and a Discard.
+	Write(filepath.Join(dir, "a"), Options{}, writeString("x"))
+	tmp, err := Beside(filepath.Join(dir, "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(tmp, []byte("y"), 0o600)
+	Commit(tmp, filepath.Join(dir, "b"), Options{})
+	tmp, _ = Beside(filepath.Join(dir, "c"))
+	Discard(tmp)
+	pending.Lock()
+	n, c := len(pending.names), pending.sigc
+	pending.Unlock()
+	if n != 0 || c != nil {
+		t.Errorf("after the writes: %d names pending, handler %v", n, c)
 	}
 }
