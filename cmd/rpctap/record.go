@@ -241,7 +241,6 @@ func runRecord(o *recordOptions, args []string, stdio Stdio) error {
 		c.Observer = obs
 		c.ObserveFirst = true
 	}
-	installFaults(c, o.faults, stdio.Err)
 	if ic != nil {
 		ic.install(c)
 	}

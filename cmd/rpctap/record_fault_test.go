@@ -34,9 +34,10 @@ func recordFaulty(t *testing.T, dir, cas, stdin string, limit time.Duration, par
 }
 
 // TestRecordFaultsACP: `rpctap record --fault` between the ACP SDK example
-// client and agent: the client sees the fault, and the cassette has a
-// fault event right after the frame (which keeps the agent's bytes), that
-// cat, check and replay read.
+// client and agent: the client sees the fault, and the cassette records
+// the frame as the client got it, marked with the agent's own frame
+// (format 1.2: an intercept event with orig), then a fault event, which
+// cat and check read (check judges the agent by what it wrote: no error).
 func TestRecordFaultsACP(t *testing.T) {
 	t.Parallel()
 	client, agent := testpeers.Tool(t, "acpclient"), testpeers.Tool(t, "acpagent")
@@ -46,17 +47,18 @@ func TestRecordFaultsACP(t *testing.T) {
 		exit       int
 		want       []string
 		event      string
+		act        string // the intercept event's act before it
 		after      string // a record that must follow the fault event
 	}{
 		{name: "error", rule: "error method=session/prompt", exit: 0,
 			want:  []string{"[Client] Error", `"message": "rpctap: injected fault"`},
-			event: `"ev":"fault","msg":"error method=session/prompt on frame 12 of out (response session/prompt)"`},
+			event: `"ev":"fault","msg":"error method=session/prompt on frame 12 of out (response session/prompt)"`, act: "rewrite"},
 		{name: "kill", rule: "kill frame=2", exit: 1,
 			want:  []string{"Connected to agent", "peer disconnected before response"},
-			event: `"ev":"fault","msg":"kill frame=2 on frame 2 of out (response session/new)"`, after: `"ev":"exit","signal":"SIGKILL"`},
+			event: `"ev":"fault","msg":"kill frame=2 on frame 2 of out (response session/new)"`, act: "drop", after: `"ev":"exit","signal":"SIGKILL"`},
 		{name: "truncate", rule: "truncate method=session/new", hang: true,
 			want:  []string{"failed to parse incoming message"},
-			event: `"ev":"fault","msg":"truncate method=session/new on frame 2 of out (response session/new)"`},
+			event: `"ev":"fault","msg":"truncate method=session/new on frame 2 of out (response session/new)"`, act: "rewrite"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -87,9 +89,13 @@ func TestRecordFaultsACP(t *testing.T) {
 			if i < 0 {
 				t.Fatalf("no %s in the cassette:\n%s", c.event, cat)
 			}
+			// Right before the fault event: the frame as the parent got it
+			// and its intercept event with the agent's own frame (format
+			// 1.2), or, for a frame not forwarded, the drop event with it.
 			lines := strings.Split(cat[:i], "\n") // the last is the fault event's own start
-			if len(lines) < 2 || !strings.Contains(lines[len(lines)-2], `"k":"frame","d":"out"`) {
-				t.Errorf("the fault event does not follow a frame of out:\n%s", cat)
+			if len(lines) < 3 || !strings.Contains(lines[len(lines)-2], `"ev":"intercept","act":"`+c.act+`","bp":"fault `+c.rule+`","orig":{`) ||
+				c.act == "rewrite" && !strings.Contains(lines[len(lines)-3], `"k":"frame","d":"out"`) {
+				t.Errorf("the fault event does not follow the %s of a frame of out with its original:\n%s", c.act, cat)
 			}
 			// The agent died of the kill: its exit, when rpctap lived to
 			// see it (the client may SIGKILL rpctap first), says SIGKILL.
@@ -106,8 +112,8 @@ func TestRecordFaultsACP(t *testing.T) {
 
 // TestRecordFaultMCP: an error injected into the everything server's
 // tools/list answer reaches the MCP SDK listfeatures client, and the
-// cassette records the fault; a cassette recorded with faults replays the
-// child's own frames.
+// cassette records the fault: the client's record has the error, the
+// server's its own answer, and replay and verify give each what it saw.
 func TestRecordFaultMCP(t *testing.T) {
 	t.Parallel()
 	realPeersRpctap(t)
@@ -123,12 +129,16 @@ func TestRecordFaultMCP(t *testing.T) {
 	if !strings.Contains(cat, `"ev":"fault","msg":"error method=tools/list on frame 2 of out (response tools/list)"`) {
 		t.Fatalf("no fault event:\n%s", cat)
 	}
-	// The frame record kept the server's answer: replayed without faults,
-	// the client gets its tools.
+	// Each side gets what it saw: replayed, the client gets the error it
+	// got; verify holds the server to the answer it wrote (the original).
 	r := run(t, dir, "", client, rpctapPath(t), "replay", "--speed", "0", cas)
-	if !strings.Contains(r.stdout, "tools:") || !strings.Contains(r.stdout, "greet") {
+	if r.code != 1 || !strings.Contains(r.stdout+r.stderr, `calling "tools/list": rpctap: injected fault`) {
 		t.Fatalf("replay: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
+	if v := run(t, dir, "", rpctapPath(t), "verify", cas, "--", testpeers.Tool(t, "mcpserver")); v.code != 0 {
+		t.Errorf("verify against the server: exit %d\n%s%s", v.code, v.stdout, v.stderr)
+	}
+	checkClean(t, cas, "mcp")
 }
 
 // TestRecordFaultFlagErrors: a bad rule, a missing rule file and faults in
