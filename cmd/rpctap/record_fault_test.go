@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rpctap/rpctap/cassette"
 	"github.com/rpctap/rpctap/internal/testpeers"
 )
 
@@ -160,5 +161,110 @@ func TestRecordFaultFlagErrors(t *testing.T) {
 		if code != ExitUsage || !strings.Contains(first, c.msg) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, errs, c.msg)
 		}
+	}
+}
+
+// TestRecordFaultBothDirectionsBothFramings: record-time faults run where
+// rewrites do, on both directions and both framings, with cat as the
+// child: a fault on the parent's frame reaches the child (and so the
+// echo), a fault on the child's frame reaches the parent, a Content-Length
+// message goes with its length recounted, a fault combines with a
+// --rewrite rule on the same frame, and the cassette marks each changed,
+// dropped or duplicated frame with the sender's own.
+func TestRecordFaultBothDirectionsBothFramings(t *testing.T) {
+	t.Parallel()
+	rp := rpctapPath(t)
+	x := `{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":1}}`
+	y := `{"jsonrpc":"2.0","method":"y"}`
+	corrupted := `{"id":1,"jsonrpc":"2.0","method":"x","params":{"a":"rpctap-corrupted"}}`
+	cl := func(s string) string { return "Content-Length: " + itoa(len(s)) + "\r\n\r\n" + s }
+	for _, c := range []struct {
+		name, in, want string
+		args           []string
+		marks          []string // d act bp-prefix of each intercept event
+		faults         int
+	}{
+		{name: "parent ndjson", in: x + "\n" + y + "\n", want: corrupted + "\n" + y + "\n",
+			args:  []string{"--fault", "corrupt /params/a dir=in"},
+			marks: []string{"in rewrite fault corrupt /params/a dir=in"}, faults: 1},
+		{name: "both content-length", in: cl(x) + cl(y), want: cl(corrupted),
+			args:  []string{"--fault", "corrupt /params/a dir=in", "--fault", "drop method=y"},
+			marks: []string{"in rewrite fault corrupt", "out drop fault drop method=y"}, faults: 2},
+		{name: "with rewrite", in: cl(x) + cl(y), want: cl(`{"id":1,"jsonrpc":"2.0","method":"x","params":{"a":"rpctap-corrupted","b":2}}`) + cl(y) + cl(y),
+			args: []string{"--rewrite", "dir:in & m=x => set params.b 2", "--fault", "corrupt /params/a dir=in", "--fault", "duplicate method=y"},
+			marks: []string{"in rewrite dir:in & m=x => set params.b 2; fault corrupt /params/a dir=in", "out inject fault duplicate method=y"},
+			faults: 2},
+	} {
+		cas := filepath.Join(t.TempDir(), "f.cassette")
+		cmd := exec.Command(rp, append(append([]string{"record", "-q", "-o", cas}, c.args...), "--", "cat")...)
+		cmd.Env = rpctapEnv()
+		cmd.Stdin = strings.NewReader(c.in)
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", c.name, err, errb.String())
+		}
+		if string(out) != c.want {
+			t.Errorf("%s: the parent got %q, want %q", c.name, out, c.want)
+		}
+		if n := strings.Count(errb.String(), "rpctap record: fault injected: "); n != c.faults {
+			t.Errorf("%s: %d faults told on stderr, want %d:\n%s", c.name, n, c.faults, errb.String())
+		}
+		recs, err := readCassette(cas)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var marks []string
+		faults := 0
+		for _, r := range recs {
+			switch {
+			case r.Ev == cassette.EventFault:
+				faults++
+			case r.Ev == cassette.EventIntercept:
+				marks = append(marks, string(r.D)+" "+r.Act+" "+r.BP)
+				if r.Act != "inject" && !bytes.Contains(r.Orig, []byte(`"jsonrpc":"2.0"`)) {
+					t.Errorf("%s: intercept event without the sender's frame: %+v", c.name, r)
+				}
+				if r.Act == "rewrite" && (r.Ref == 0 || recs[r.Ref].Icpt != "rewrite" || recs[r.Ref].Hdr != "" && recs[r.Ref].Hdr != "Content-Length: "+itoa(len(recs[r.Ref].JSON))+"\r\n\r\n") {
+					t.Errorf("%s: the changed frame's record: %+v", c.name, recs[r.Ref])
+				}
+			}
+		}
+		if faults != c.faults || len(marks) != len(c.marks) {
+			t.Errorf("%s: %d fault events, marks %q; want %d, %q", c.name, faults, marks, c.faults, c.marks)
+			continue
+		}
+		for i, m := range c.marks {
+			if !strings.HasPrefix(marks[i], m) {
+				t.Errorf("%s: mark %q, want %q", c.name, marks[i], m)
+			}
+		}
+	}
+}
+
+// TestRecordFaultGoplsHover: a fault on gopls's Content-Length framed
+// hover answer (corrupt its text) reaches the LSP driver, which reads the
+// message by its recounted Content-Length and shows the corrupted text;
+// check judges gopls by what it wrote (clean), verify holds gopls to it,
+// and replay gives the driver what it got.
+func TestRecordFaultGoplsHover(t *testing.T) {
+	t.Parallel()
+	rp := realPeersRpctap(t)
+	gopls := testpeers.Gopls(t)
+	peer := testpeers.Tool(t, "testpeer")
+	ws := goModule(t)
+	cas := filepath.Join(t.TempDir(), "gopls.cassette")
+	res := run(t, ws, "", peer, "lsp-parent", rp, "record", "-o", cas, "--fault", "corrupt /result/contents/value method=textDocument/hover", "--", gopls)
+	if res.code != 0 || !strings.Contains(res.stdout, `hover: "rpctap-corrupted"`) || !strings.Contains(res.stdout, "definition: main.go:5:5") {
+		t.Fatalf("the driver: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	testpeers.WaitFinished(t, rp, cas, 30*time.Second)
+	checkClean(t, cas, "lsp")
+	if v := run(t, ws, "", rp, "verify", cas, "--", gopls); v.code != 0 {
+		t.Errorf("verify against gopls: exit %d\n%s%s", v.code, v.stdout, v.stderr)
+	}
+	if rep := run(t, ws, "", peer, "lsp-parent", rp, "replay", "--speed", "0", cas); !strings.Contains(rep.stdout, `hover: "rpctap-corrupted"`) {
+		t.Errorf("replay to the driver: exit %d\n%s%s", rep.code, rep.stdout, rep.stderr)
 	}
 }
