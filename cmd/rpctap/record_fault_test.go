@@ -191,8 +191,8 @@ func TestRecordFaultBothDirectionsBothFramings(t *testing.T) {
 			args:  []string{"--fault", "corrupt /params/a dir=in", "--fault", "drop method=y"},
 			marks: []string{"in rewrite fault corrupt", "out drop fault drop method=y"}, faults: 2},
 		{name: "with rewrite", in: cl(x) + cl(y), want: cl(`{"id":1,"jsonrpc":"2.0","method":"x","params":{"a":"rpctap-corrupted","b":2}}`) + cl(y) + cl(y),
-			args: []string{"--rewrite", "dir:in & m=x => set params.b 2", "--fault", "corrupt /params/a dir=in", "--fault", "duplicate method=y"},
-			marks: []string{"in rewrite dir:in & m=x => set params.b 2; fault corrupt /params/a dir=in", "out inject fault duplicate method=y"},
+			args:   []string{"--rewrite", "dir:in & m=x => set params.b 2", "--fault", "corrupt /params/a dir=in", "--fault", "duplicate method=y"},
+			marks:  []string{"in rewrite dir:in & m=x => set params.b 2; fault corrupt /params/a dir=in", "out inject fault duplicate method=y"},
 			faults: 2},
 	} {
 		cas := filepath.Join(t.TempDir(), "f.cassette")
