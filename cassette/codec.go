@@ -280,6 +280,14 @@ func appendHeader(dst []byte, h *Header) []byte {
 		}
 		dst = append(dst, '}')
 	}
+	if im := h.Imported; im != nil {
+		dst = append(dst, `,"imported":{"format":`...)
+		dst = appendString(dst, im.Format)
+		dst = appendOptString(dst, "from", im.From)
+		dst = appendKey(dst, "clock")
+		dst = appendString(dst, im.Clock)
+		dst = append(dst, '}')
+	}
 	return dst
 }
 
@@ -414,6 +422,7 @@ type wire struct {
 	Upstream string            `json:"upstream"`
 	Control  string            `json:"control"`
 	Portable map[string]string `json:"portable"`
+	Imported *Imported         `json:"imported"`
 }
 
 var errNoN = errors.New(`record has no "n"`)
@@ -441,6 +450,7 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 			Format: w.Format, Version: w.Version, Rpctap: w.Rpctap, Created: w.Created,
 			Mode: w.Mode, Protocol: w.Protocol, Argv: w.Argv, Cwd: w.Cwd,
 			Listen: w.Listen, Upstream: w.Upstream, Control: w.Control, Redacted: w.Redacted, Portable: w.Portable,
+			Imported: w.Imported,
 		}
 		return nil
 	}

@@ -69,6 +69,20 @@ type Header struct {
 	// normalize), names each placeholder family the frames may hold and what
 	// it stands for ("${RPCTAP_CWD}": "the session's working directory").
 	Portable map[string]string `json:"portable,omitempty"`
+	// Imported, on a cassette `rpctap import` made from another program's
+	// log, says so: its frames were rebuilt from the log, not read from a
+	// wire, so they are not the bytes that were sent (format 1.2).
+	Imported *Imported `json:"imported,omitempty"`
+}
+
+// Imported describes the log a cassette was imported from.
+type Imported struct {
+	Format string `json:"format"`         // the log's format: zed-acp, vscode-lsp, lsp-devtools, jsonl
+	From   string `json:"from,omitempty"` // the log's file name
+	// Clock is what the record times come from: "wall" (the log's
+	// timestamps), "time-of-day" (times without a date, dated from the
+	// file), or "none" (the log has no times; every record has t 0).
+	Clock string `json:"clock"`
 }
 
 // Record is one line of a cassette's decompressed content.

@@ -198,10 +198,15 @@ func (s acpSide) allows(dir Dir) bool {
 	return true
 }
 
+// Catalogue constructors, run at init: //go:noinline for the binary's
+// size (see jUint in jsonrpc_shape.go).
+//
+//go:noinline
 func acpReq(side acpSide, params, result shape) acpMethod {
 	return acpMethod{side: side, req: params, result: result}
 }
 
+//go:noinline
 func acpNotif(side acpSide, params shape) acpMethod { return acpMethod{side: side, notif: params} }
 
 var acpMethods = map[string]acpMethod{

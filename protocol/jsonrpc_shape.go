@@ -214,6 +214,16 @@ func (s scalarShape) check(c *shapeChecker, raw []byte) {
 // uintShape is an integer in [0, max].
 type uintShape struct{ max float64 }
 
+// The shape constructors (jUint, jNullable, jEnum, jArrayOf, must, may,
+// jObj, jPlain, jTagged, jAnyOf) are //go:noinline. They run only in the
+// package's initialisation, which builds every protocol's catalogue from
+// some thousands of their calls; inlined there, each call site added its
+// own code and inlining tables to the binary: 400 KB of the static binary
+// (373 KB of it .gopclntab), which every rpctap process maps at startup
+// (docs/performance.md, "Startup"). Not inlined, they cost some
+// nanoseconds each, once per process.
+//
+//go:noinline
 func jUint(max float64) shape { return uintShape{max} }
 
 func (u uintShape) describe() string { return "non-negative integer" }
@@ -237,6 +247,8 @@ const (
 type nullableShape struct{ s shape }
 
 // jNullable allows null besides s ("X or null" in the catalogues).
+//
+//go:noinline
 func jNullable(s shape) shape { return nullableShape{s} }
 
 func (n nullableShape) describe() string { return n.s.describe() + " or null" }
@@ -250,6 +262,8 @@ func (n nullableShape) check(c *shapeChecker, raw []byte) {
 type enumShape struct{ values []string }
 
 // jEnum is a string with one of values.
+//
+//go:noinline
 func jEnum(values ...string) shape { return enumShape{values} }
 
 func (e enumShape) describe() string { return "one of " + quoteList(e.values) }
@@ -269,6 +283,8 @@ func (e enumShape) check(c *shapeChecker, raw []byte) {
 type arrayShape struct{ item shape }
 
 // jArrayOf is an array whose items all have shape item.
+//
+//go:noinline
 func jArrayOf(item shape) shape { return arrayShape{item} }
 
 func (a arrayShape) describe() string { return "array of " + a.item.describe() }
@@ -290,8 +306,11 @@ type field struct {
 	required bool
 }
 
+//go:noinline
 func must(name string, s shape) field { return field{name, s, true} }
-func may(name string, s shape) field  { return field{name, s, false} }
+
+//go:noinline
+func may(name string, s shape) field { return field{name, s, false} }
 
 // objShape is an object with known fields; unknown fields are allowed.
 type objShape struct {
@@ -303,11 +322,15 @@ type objShape struct {
 var metaField = may("_meta", jNullable(jAnyObject))
 
 // jObj is an object with the ACP/MCP "_meta" field (object or null) plus fields.
+//
+//go:noinline
 func jObj(name string, fields ...field) *objShape {
 	return &objShape{name: name, fields: append([]field{metaField}, fields...)}
 }
 
 // jPlain is an object without a declared "_meta".
+//
+//go:noinline
 func jPlain(name string, fields ...field) *objShape { return &objShape{name: name, fields: fields} }
 
 // with adds constraints that apply to the same object (allOf).
@@ -365,6 +388,7 @@ type taggedShape struct {
 	order    []string
 }
 
+//go:noinline
 func jTagged(name, tag string, variants map[string]shape) shape {
 	t := &taggedShape{name: name, tag: tag, variants: variants}
 	for k := range variants {
@@ -419,6 +443,7 @@ type anyOfShape struct {
 	alts []shape
 }
 
+//go:noinline
 func jAnyOf(name string, alts ...shape) shape { return anyOfShape{name, alts} }
 
 func (a anyOfShape) describe() string { return a.name }

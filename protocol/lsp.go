@@ -293,19 +293,35 @@ type lspMethod struct {
 	res   shape   // result, when checked
 }
 
-func lspReq(from mcpFrom, params shape) lspMethod   { return lspMethod{from: from, req: params} }
+// Catalogue constructors, run at init: //go:noinline for the binary's
+// size (see jUint in jsonrpc_shape.go).
+//
+//go:noinline
+func lspReq(from mcpFrom, params shape) lspMethod { return lspMethod{from: from, req: params} }
+
+//go:noinline
 func lspNotif(from mcpFrom, params shape) lspMethod { return lspMethod{from: from, notif: params} }
-func lspClientReq(params shape) lspMethod           { return lspReq(mcpFromClient, params) }
-func lspClientNotif(params shape) lspMethod         { return lspNotif(mcpFromClient, params) }
-func lspServerReq(params shape) lspMethod           { return lspReq(mcpFromServer, params) }
-func lspServerNotif(params shape) lspMethod         { return lspNotif(mcpFromServer, params) }
-func (m lspMethod) result(s shape) lspMethod        { m.res = s; return m }
+
+//go:noinline
+func lspClientReq(params shape) lspMethod { return lspReq(mcpFromClient, params) }
+
+//go:noinline
+func lspClientNotif(params shape) lspMethod { return lspNotif(mcpFromClient, params) }
+
+//go:noinline
+func lspServerReq(params shape) lspMethod { return lspReq(mcpFromServer, params) }
+
+//go:noinline
+func lspServerNotif(params shape) lspMethod  { return lspNotif(mcpFromServer, params) }
+func (m lspMethod) result(s shape) lspMethod { m.res = s; return m }
 func (m lspMethod) shapes() rpcMethodShapes {
 	return rpcMethodShapes{req: m.req, notif: m.notif, result: m.res, allowed: m.from.allows, side: m.from.String()}
 }
-func lspVoid() shape                     { return jAnything }
-func lspPositionalReq() lspMethod        { return lspClientReq(lspPositional) }
-func lspDocReq() lspMethod               { return lspClientReq(lspDocParams) }
+func lspVoid() shape              { return jAnything }
+func lspPositionalReq() lspMethod { return lspClientReq(lspPositional) }
+func lspDocReq() lspMethod        { return lspClientReq(lspDocParams) }
+
+//go:noinline
 func lspObjNotif(from mcpFrom) lspMethod { return lspNotif(from, lspAnyParams) }
 func lspResolve() lspMethod              { return lspClientReq(jAnyObject) }
 func lspRefresh() lspMethod              { return lspServerReq(lspVoid()) }

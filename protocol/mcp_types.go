@@ -91,9 +91,15 @@ func (f mcpFrom) String() string {
 	return "either side sends it"
 }
 
+// Catalogue constructors, run at init: //go:noinline for the binary's
+// size (see jUint in jsonrpc_shape.go).
+//
+//go:noinline
 func mcpReq(from mcpFrom, params, result shape) mcpMethod {
 	return mcpMethod{from: from, req: params, result: result}
 }
+
+//go:noinline
 func mcpNotif(from mcpFrom, params shape) mcpMethod { return mcpMethod{from: from, notif: params} }
 
 var mcpMethods = map[string]mcpMethod{

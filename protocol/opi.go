@@ -74,6 +74,7 @@ var (
 		req("tokens_before", tUint), req("tokens_after", tUint))
 )
 
+//go:noinline
 func opiIDAnd(fs ...fld) []fld { return append([]fld{optNull("id", tString)}, fs...) }
 
 var opiTable = evTable{

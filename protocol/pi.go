@@ -50,6 +50,7 @@ var (
 // extension_ui_response; the others are fire-and-forget.
 var piDialog = map[string]bool{"select": true, "confirm": true, "input": true, "editor": true}
 
+//go:noinline
 func piIDAnd(fs ...fld) []fld { return append([]fld{optNull("id", tString)}, fs...) }
 
 var piTable = evTable{

@@ -259,8 +259,16 @@ var (
 	tObjAny = &vt{kind: vObject, name: "object"}
 )
 
-func tArr(e *vt) *vt     { return &vt{kind: vArray, elem: e, name: "array of " + e.name} }
+// Catalogue constructors, run at init: //go:noinline for the binary's
+// size (see jUint in jsonrpc_shape.go).
+//
+//go:noinline
+func tArr(e *vt) *vt { return &vt{kind: vArray, elem: e, name: "array of " + e.name} }
+
+//go:noinline
 func tObj(fs ...fld) *vt { return &vt{kind: vObject, fields: fs, name: "object"} }
+
+//go:noinline
 func tEnum(vals ...string) *vt {
 	return &vt{kind: vEnum, enum: vals, name: "one of " + strings.Join(quoteAll(vals), ", ")}
 }
@@ -271,8 +279,14 @@ func tTagged(tag string, vars map[string][]fld) *vt {
 
 // req: required, not null. opt: may be absent (not null). optNull: may be
 // absent or null (serde Option). reqNull: required, may be null.
-func req(n string, t *vt) fld     { return fld{name: n, t: t} }
-func opt(n string, t *vt) fld     { return fld{name: n, t: t, opt: true} }
+//
+//go:noinline
+func req(n string, t *vt) fld { return fld{name: n, t: t} }
+
+//go:noinline
+func opt(n string, t *vt) fld { return fld{name: n, t: t, opt: true} }
+
+//go:noinline
 func optNull(n string, t *vt) fld { return fld{name: n, t: t, opt: true, null: true} }
 func reqNull(n string, t *vt) fld { return fld{name: n, t: t, null: true} }
 

@@ -45,6 +45,7 @@ var synapsEventPayload = tObj(
 	req("formatted", tString),
 )
 
+//go:noinline
 func synapsIDOnly() []fld { return []fld{req("id", tString)} }
 
 var synapsTable = evTable{

@@ -52,10 +52,14 @@ func ListCassettes(dir string) ([]CassetteFile, error) {
 	return out, nil
 }
 
-// Picker lets the user choose a cassette from a directory, newest first,
-// and updates the list as cassettes appear (fsnotify, and a poll).
+// Picker is the session hub: it lists the cassettes of a directory, newest
+// first, with what each recorded (protocol, command, start, duration,
+// frames, stored errors and warnings, live or ended), updates the list as
+// sessions start, grow and end (fsnotify, and a poll), and lets the user
+// choose one. Files that are not cassettes are not listed.
 type Picker struct {
 	dir    string
+	hub    *hubScanner
 	tv     *tview.Application
 	table  *tview.Table
 	status *tview.TextView
@@ -66,19 +70,21 @@ type Picker struct {
 	files   []CassetteFile
 	chosen  string
 	running bool
+	started chan struct{} // closed once Run's event loop runs
 	quit    chan struct{}
 	once    sync.Once
 }
 
 // NewPicker builds a picker over dir drawing on screen.
 func NewPicker(dir string, screen tcell.Screen) *Picker {
-	p := &Picker{dir: dir, tv: tview.NewApplication(), now: time.Now, quit: make(chan struct{})}
+	p := &Picker{dir: dir, hub: newHubScanner(), tv: tview.NewApplication(), now: time.Now,
+		quit: make(chan struct{}), started: make(chan struct{})}
 	if screen != nil {
 		p.tv.SetScreen(screen)
 	}
 	p.table = tview.NewTable().SetSelectable(true, false).SetFixed(1, 0).SetSeparator(' ')
 	p.table.SetSelectedStyle(tcell.StyleDefault.Background(selectedBG).Foreground(tcell.ColorWhite))
-	p.table.SetBorder(true).SetTitle(" rpctap view: pick a cassette (newest first) ").SetTitleAlign(tview.AlignLeft)
+	p.table.SetBorder(true).SetTitle(" rpctap view: sessions, newest first ").SetTitleAlign(tview.AlignLeft)
 	p.table.SetSelectedFunc(func(row, _ int) { p.choose(row) })
 	p.status = tview.NewTextView().SetDynamicColors(true)
 	root := tview.NewFlex().SetDirection(tview.FlexRow).AddItem(p.table, 0, 1, true).AddItem(p.status, 1, 0, false)
@@ -113,8 +119,18 @@ func (p *Picker) SetNote(msg, path string) {
 }
 
 // Reload reads the directory again, keeping the selected file selected.
+// Only what changed is read: a live cassette's new records, a new file.
 func (p *Picker) Reload() {
-	files, err := ListCassettes(p.dir)
+	sessions, err := p.hub.List(p.dir)
+	p.show(sessions, err)
+}
+
+// show puts sessions in the table (on tview's goroutine when Run runs).
+func (p *Picker) show(sessions []Session, err error) {
+	files := make([]CassetteFile, len(sessions))
+	for i, s := range sessions {
+		files[i] = s.CassetteFile
+	}
 	p.mu.Lock()
 	prev := ""
 	if row, _ := p.table.GetSelection(); row >= 1 && row-1 < len(p.files) {
@@ -123,15 +139,48 @@ func (p *Picker) Reload() {
 	p.files = files
 	p.mu.Unlock()
 	p.table.Clear()
-	for i, h := range []string{"CASSETTE", "SIZE", "MODIFIED"} {
-		p.table.SetCell(0, i, tview.NewTableCell(h).SetSelectable(false).SetStyle(headerStyle))
+	// The command comes last: it is the longest and the one cut short on
+	// a narrow terminal, the file name the one needed to open it.
+	for i, h := range []string{"STARTED", "STATE", "PROTOCOL", "DURATION", "FRAMES", "ERR", "WARN", "CASSETTE", "COMMAND"} {
+		c := tview.NewTableCell(h).SetSelectable(false).SetStyle(headerStyle)
+		if i >= 3 && i <= 6 {
+			c.SetAlign(tview.AlignRight)
+		}
+		p.table.SetCell(0, i, c)
 	}
 	sel := 1
-	for i, f := range files {
-		p.table.SetCell(i+1, 0, tview.NewTableCell(tview.Escape(f.Name)).SetExpansion(1))
-		p.table.SetCell(i+1, 1, tview.NewTableCell(FormatSize(int(f.Size))).SetAlign(tview.AlignRight))
-		p.table.SetCell(i+1, 2, tview.NewTableCell(f.Mod.Format("2006-01-02 15:04:05")+"  "+age(p.now().Sub(f.Mod))))
-		if f.Path == prev {
+	live := 0
+	for i, s := range sessions {
+		state := s.State
+		style := tcell.StyleDefault
+		switch {
+		case state == "live":
+			live++
+			style = style.Foreground(tcell.ColorGreen)
+		case state != "ended":
+			style = style.Foreground(tcell.ColorRed)
+		}
+		cells := []*tview.TableCell{
+			tview.NewTableCell(s.Start.Local().Format("01-02 15:04:05")),
+			tview.NewTableCell(tview.Escape(state)).SetStyle(style).SetMaxWidth(24),
+			tview.NewTableCell(tview.Escape(s.Protocol)),
+			tview.NewTableCell(FormatDuration(s.Duration)).SetAlign(tview.AlignRight),
+			tview.NewTableCell(fmt.Sprint(s.Frames)).SetAlign(tview.AlignRight),
+			tview.NewTableCell(countCell(s.Errors)).SetAlign(tview.AlignRight),
+			tview.NewTableCell(countCell(s.Warnings)).SetAlign(tview.AlignRight),
+			tview.NewTableCell(tview.Escape(s.Name)),
+			tview.NewTableCell(tview.Escape(s.Command)).SetExpansion(1),
+		}
+		if s.Errors > 0 {
+			cells[5].SetStyle(tcell.StyleDefault.Foreground(tcell.ColorRed))
+		}
+		if s.Warnings > 0 {
+			cells[6].SetStyle(tcell.StyleDefault.Foreground(tcell.ColorYellow))
+		}
+		for j, c := range cells {
+			p.table.SetCell(i+1, j, c)
+		}
+		if s.Path == prev {
 			sel = i + 1
 		}
 	}
@@ -147,20 +196,15 @@ func (p *Picker) Reload() {
 	case len(files) == 0:
 		p.status.SetText(tview.Escape(fmt.Sprintf("no cassettes in %s yet: this list updates when `rpctap record` writes one  (q quits)", p.dir)))
 	default:
-		p.status.SetText(tview.Escape(fmt.Sprintf("%d in %s  ·  Enter opens  ·  j/k move  ·  q quits", len(files), p.dir)))
+		p.status.SetText(tview.Escape(fmt.Sprintf("%d sessions (%d live) in %s  ·  Enter opens (a live one is followed)  ·  j/k move  ·  q quits", len(files), live, p.dir)))
 	}
 }
 
-func age(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return "just now"
-	case d < time.Hour:
-		return fmt.Sprintf("%d min ago", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%d h ago", int(d.Hours()))
+func countCell(n int) string {
+	if n == 0 {
+		return "·"
 	}
-	return fmt.Sprintf("%d days ago", int(d.Hours()/24))
+	return fmt.Sprint(n)
 }
 
 func (p *Picker) choose(row int) {
@@ -177,6 +221,7 @@ func (p *Picker) choose(row int) {
 func (p *Picker) stop() {
 	p.once.Do(func() {
 		close(p.quit)
+		p.hub.Close()
 		if p.running {
 			p.tv.Stop()
 		}
@@ -185,7 +230,11 @@ func (p *Picker) stop() {
 
 // Run shows the picker until the user chooses (the path) or quits ("").
 func (p *Picker) Run() (string, error) {
+	p.mu.Lock()
 	p.running = true
+	p.mu.Unlock()
+	// QueueUpdate waits for the event loop, which tv.Run starts below.
+	go p.tv.QueueUpdate(func() { close(p.started) })
 	go p.watch()
 	err := p.tv.Run()
 	p.stop()
@@ -215,9 +264,30 @@ func (p *Picker) watch() {
 				events = nil
 				continue
 			}
+			// A live recording writes a batch per burst: reload once for
+			// the events of the next 100 ms.
+			settle := time.After(100 * time.Millisecond)
+		drain:
+			for {
+				select {
+				case _, ok := <-events:
+					if !ok {
+						events = nil
+						break drain
+					}
+				case <-settle:
+					break drain
+				case <-p.quit:
+					return
+				}
+			}
 		case <-tick.C:
 		}
-		p.tv.QueueUpdateDraw(p.Reload)
+		// The directory is read here, not on tview's goroutine: a new
+		// cassette of a GiB is read whole once (its frames and findings
+		// counted), and the list stays responsive meanwhile.
+		sessions, err := p.hub.List(p.dir)
+		p.tv.QueueUpdateDraw(func() { p.show(sessions, err) })
 	}
 }
 
@@ -230,6 +300,33 @@ func (p *Picker) Key(ev *tcell.EventKey) {
 	}
 	if h := p.table.InputHandler(); h != nil {
 		h(ev, func(tview.Primitive) {})
+	}
+}
+
+// Close releases what the hub keeps open for live cassettes (Run does it
+// when the picker stops; headless users call it).
+func (p *Picker) Close() { p.hub.Close() }
+
+// Started is closed once Run's event loop runs.
+func (p *Picker) Started() <-chan struct{} { return p.started }
+
+// Sync runs f on the picker's event goroutine while Run runs (at once
+// otherwise) and waits for it: a test reads the SimulationScreen the
+// picker draws on from there, never while tview writes it.
+func (p *Picker) Sync(f func()) {
+	p.mu.Lock()
+	running := p.running
+	p.mu.Unlock()
+	if !running {
+		f()
+		return
+	}
+	done := make(chan struct{})
+	// QueueUpdate waits for the event loop; after Stop nothing runs it.
+	go p.tv.QueueUpdate(func() { f(); close(done) })
+	select {
+	case <-done:
+	case <-p.quit:
 	}
 }
 

@@ -144,6 +144,7 @@ func catFile(o *catOptions, path string, out *bufio.Writer, errw io.Writer, many
 	if o.Raw && h.Mode == "socket" && o.Conn < 0 {
 		return Usagef("%s records several connections (socket mode); choose one with --conn N", path)
 	}
+	warnImported(o, h, path, errw)
 	t := &tableState{width: o.Width}
 	if o.Format == "table" && many {
 		fmt.Fprintf(out, "== %s\n", path)
@@ -243,6 +244,7 @@ func catFollow(o *catOptions, path string, out *bufio.Writer, errw io.Writer) er
 	if o.Raw && x.Header().Mode == "socket" && o.Conn < 0 {
 		return Usagef("%s records several connections (socket mode); choose one with --conn N", path)
 	}
+	warnImported(o, x.Header(), path, errw)
 	poll := o.poll
 	if poll == 0 {
 		poll = 200 * time.Millisecond
@@ -453,4 +455,12 @@ func excerpt(p []byte, width int) string {
 		}
 	}
 	return b.String()
+}
+
+// warnImported says, before `cat --raw` writes anything, that an imported
+// cassette's bytes were rebuilt from a log and are not what was sent.
+func warnImported(o *catOptions, h cassette.Header, path string, errw io.Writer) {
+	if o.Raw && h.Imported != nil {
+		fmt.Fprintf(errw, "rpctap: warning: %s was imported from a %s log, not recorded: these bytes are rebuilt from the log, not the bytes that were sent\n", path, h.Imported.Format)
+	}
 }

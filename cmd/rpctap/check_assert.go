@@ -3,14 +3,15 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rpctap/rpctap/cassette"
 	"github.com/rpctap/rpctap/internal/safefile"
@@ -288,32 +289,10 @@ func compactJSON(b []byte) []byte {
 // code found (a failure when its severity is error; warnings and infos pass
 // with their messages as output), and one per assertion.
 func writeCheckJUnit(w io.Writer, reports []*checkReport) {
-	type failure struct {
-		Message string `xml:"message,attr"`
-		Type    string `xml:"type,attr"`
-		Text    string `xml:",chardata"`
-	}
-	type testcase struct {
-		Name      string   `xml:"name,attr"`
-		Classname string   `xml:"classname,attr"`
-		Failure   *failure `xml:"failure,omitempty"`
-		SystemOut string   `xml:"system-out,omitempty"`
-	}
-	type testsuite struct {
-		Name      string     `xml:"name,attr"`
-		Tests     int        `xml:"tests,attr"`
-		Failures  int        `xml:"failures,attr"`
-		Errors    int        `xml:"errors,attr"`
-		Testcases []testcase `xml:"testcase"`
-	}
-	type testsuites struct {
-		XMLName  struct{}    `xml:"testsuites"`
-		Name     string      `xml:"name,attr"`
-		Tests    int         `xml:"tests,attr"`
-		Failures int         `xml:"failures,attr"`
-		Suites   []testsuite `xml:"testsuite"`
-	}
-	all := testsuites{Name: "rpctap check"}
+	type failure = junitFailure
+	type testcase = junitCase
+	type testsuite = junitSuite
+	all := junitSuites{Name: "rpctap check"}
 	for _, r := range reports {
 		s := testsuite{Name: r.File}
 		add := func(tc testcase) {
@@ -369,9 +348,139 @@ func writeCheckJUnit(w io.Writer, reports []*checkReport) {
 		all.Failures += s.Failures
 		all.Suites = append(all.Suites, s)
 	}
-	io.WriteString(w, xml.Header)
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	enc.Encode(all)
-	io.WriteString(w, "\n")
+	io.WriteString(w, all.xml())
+}
+
+// The JUnit document. The xml tags say what encoding/xml would write for
+// these types; junitSuites.xml writes exactly that by hand
+// (TestJUnitXMLAsEncodingXML compares the two), because linking
+// encoding/xml for this one report cost 116 KB of binary, paid in startup
+// RSS by every tap and sink (docs/performance.md, "Startup").
+type junitFailure struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",chardata"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Failure   *junitFailure `xml:"failure,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitSuite struct {
+	Name      string      `xml:"name,attr"`
+	Tests     int         `xml:"tests,attr"`
+	Failures  int         `xml:"failures,attr"`
+	Errors    int         `xml:"errors,attr"`
+	Testcases []junitCase `xml:"testcase"`
+}
+
+type junitSuites struct {
+	XMLName  struct{}     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+// xml returns the document as encoding/xml's Encoder with Indent("", "  ")
+// writes it, after the standard XML header and followed by a newline:
+// elements without children are written <e ...></e>, text and attribute
+// values escaped as xml.EscapeText does (newlines, tabs and CRs as
+// character references, characters XML cannot carry as U+FFFD).
+func (all junitSuites) xml() string {
+	var b strings.Builder
+	b.WriteString("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n")
+	b.WriteString("<testsuites")
+	xmlAttr(&b, "name", all.Name)
+	xmlAttr(&b, "tests", strconv.Itoa(all.Tests))
+	xmlAttr(&b, "failures", strconv.Itoa(all.Failures))
+	b.WriteString(">")
+	for _, s := range all.Suites {
+		b.WriteString("\n  <testsuite")
+		xmlAttr(&b, "name", s.Name)
+		xmlAttr(&b, "tests", strconv.Itoa(s.Tests))
+		xmlAttr(&b, "failures", strconv.Itoa(s.Failures))
+		xmlAttr(&b, "errors", strconv.Itoa(s.Errors))
+		b.WriteString(">")
+		for _, tc := range s.Testcases {
+			b.WriteString("\n    <testcase")
+			xmlAttr(&b, "name", tc.Name)
+			xmlAttr(&b, "classname", tc.Classname)
+			b.WriteString(">")
+			inner := false
+			if f := tc.Failure; f != nil {
+				b.WriteString("\n      <failure")
+				xmlAttr(&b, "message", f.Message)
+				xmlAttr(&b, "type", f.Type)
+				b.WriteString(">")
+				xmlText(&b, f.Text)
+				b.WriteString("</failure>")
+				inner = true
+			}
+			if tc.SystemOut != "" {
+				b.WriteString("\n      <system-out>")
+				xmlText(&b, tc.SystemOut)
+				b.WriteString("</system-out>")
+				inner = true
+			}
+			if inner {
+				b.WriteString("\n    ")
+			}
+			b.WriteString("</testcase>")
+		}
+		if len(s.Testcases) > 0 {
+			b.WriteString("\n  ")
+		}
+		b.WriteString("</testsuite>")
+	}
+	if len(all.Suites) > 0 {
+		b.WriteString("\n")
+	}
+	b.WriteString("</testsuites>\n")
+	return b.String()
+}
+
+func xmlAttr(b *strings.Builder, name, value string) {
+	b.WriteString(" ")
+	b.WriteString(name)
+	b.WriteString(`="`)
+	xmlText(b, value)
+	b.WriteString(`"`)
+}
+
+// xmlText writes s escaped as xml.EscapeText escapes it.
+func xmlText(b *strings.Builder, s string) {
+	for i := 0; i < len(s); {
+		r, width := utf8.DecodeRuneInString(s[i:])
+		i += width
+		switch r {
+		case '"':
+			b.WriteString("&#34;")
+		case '\'':
+			b.WriteString("&#39;")
+		case '&':
+			b.WriteString("&amp;")
+		case '<':
+			b.WriteString("&lt;")
+		case '>':
+			b.WriteString("&gt;")
+		case '\t':
+			b.WriteString("&#x9;")
+		case '\n':
+			b.WriteString("&#xA;")
+		case '\r':
+			b.WriteString("&#xD;")
+		default:
+			inRange := r == 0x09 || r == 0x0A || r == 0x0D ||
+				r >= 0x20 && r <= 0xD7FF || r >= 0xE000 && r <= 0xFFFD || r >= 0x10000 && r <= 0x10FFFF
+			if !inRange || (r == utf8.RuneError && width == 1) {
+				b.WriteString("\uFFFD")
+			} else {
+				b.WriteString(s[i-width : i])
+			}
+		}
+	}
 }

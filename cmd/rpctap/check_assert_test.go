@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"encoding/xml"
 	"os"
@@ -140,5 +141,40 @@ func TestCheckAssertionFlags(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(base); !strings.Contains(string(b), `"agentCapabilities"`) || !strings.Contains(string(b), `"protocol": "acp"`) {
 		t.Errorf("ACP baseline:\n%s", b)
+	}
+}
+
+// TestJUnitXMLAsEncodingXML: the hand-written JUnit writer writes what
+// encoding/xml's Encoder (Indent "", "  ") writes for the same document,
+// on text that needs every kind of escape: markup characters, quotes,
+// newlines, tabs, CRs, control characters, invalid UTF-8, U+FFFD,
+// characters outside the BMP, and empty suites and cases.
+func TestJUnitXMLAsEncodingXML(t *testing.T) {
+	nasty := "a<b>&\"c'\td\r\ne\x01f\x7f\xff g\uFFFD h\U0001F600 i\u2028 \x00]]>"
+	docs := []junitSuites{
+		{Name: "rpctap check"},
+		{Name: "rpctap check", Suites: []junitSuite{{Name: "empty.cassette"}}},
+		{Name: nasty, Tests: 3, Failures: 1, Suites: []junitSuite{
+			{Name: "x.cassette", Tests: 3, Failures: 1, Testcases: []junitCase{
+				{Name: "readable cassette", Classname: "rpctap.check.mcp"},
+				{Name: nasty, Classname: nasty, Failure: &junitFailure{Message: nasty, Type: "mcp.x", Text: "record 1 →: " + nasty + "\n"}},
+				{Name: "w", Classname: "c", SystemOut: "warning: " + nasty},
+				{Name: "both", Classname: "c", Failure: &junitFailure{}, SystemOut: "out"},
+			}},
+			{Name: "y.cassette"},
+		}},
+	}
+	for i, doc := range docs {
+		var want bytes.Buffer
+		want.WriteString(xml.Header)
+		enc := xml.NewEncoder(&want)
+		enc.Indent("", "  ")
+		if err := enc.Encode(doc); err != nil {
+			t.Fatal(err)
+		}
+		want.WriteString("\n")
+		if got := doc.xml(); got != want.String() {
+			t.Errorf("doc %d:\n got %q\nwant %q", i, got, want.String())
+		}
 	}
 }

@@ -82,9 +82,11 @@ UTC time, command base name and rpctap's pid, e.g.
 20261121T083455.123Z-my-agent-4242.cassette. When stderr is a terminal,
 rpctap says where it records (-q keeps quiet).
 
-A recording problem (unwritable directory, disk full) never stops the
-session: rpctap prints one warning line on stderr, goes on forwarding, and
-still exits with CMD's status.
+A missing directory of the cassette is created (mode 0700); one that cannot
+be created is one line and exit 125 before CMD starts. A problem once
+recording (disk full, a recorder that fails) never stops the session: rpctap
+prints one warning line on stderr, goes on forwarding, and still exits with
+CMD's status.
 
 Secrets (token, secret, password, api_key, apiKey, authorization,
 session_token, environment values) are redacted in the cassette by default;
@@ -203,6 +205,13 @@ func runRecord(o *recordOptions, args []string, stdio Stdio) error {
 		o.portableRun = &c
 		h = portableHeader(h, c)
 	}
+	// The cassette's directory is made before anything runs: a path that
+	// cannot be created is the user's to fix (issue 20: one line, non-zero,
+	// nothing started). Trouble once recording (a full disk) is a warning.
+	path, err := cassettePath(o, filepath.Base(args[0]), start)
+	if err != nil {
+		return &ExitError{Code: ExitInternal, Err: fmt.Errorf("record: %v; nothing was started (choose another place with -o, --dir or RPCTAP_DIR)", err)}
+	}
 	ic, err := startIntercept(o, stdio)
 	if err != nil {
 		return err
@@ -213,7 +222,7 @@ func runRecord(o *recordOptions, args []string, stdio Stdio) error {
 			h.Control = ic.ln.Path()
 		}
 	}
-	obs, casPath := startRecorder(o, h, filepath.Base(args[0]), start, stdio)
+	obs, casPath := startRecorder(o, h, path, stdio)
 	if ic != nil && obs != nil {
 		ic.s.SetCassette(casPath)
 	}
@@ -285,13 +294,8 @@ func startFailure(err error) error {
 
 // startRecorder starts the crash-safe recorder process. A failure is one
 // warning line and a nil observer: the session runs unrecorded.
-func startRecorder(o *recordOptions, h cassette.Header, base string, start time.Time, stdio Stdio) (tap.Observer, string) {
+func startRecorder(o *recordOptions, h cassette.Header, path string, stdio Stdio) (tap.Observer, string) {
 	warn := func(msg string) { fmt.Fprintf(stdio.Err, "rpctap: warning: %s\n", msg) }
-	path, err := cassettePath(o, base, start)
-	if err != nil {
-		warn(fmt.Sprintf("not recording: %v", err))
-		return nil, ""
-	}
 	if !o.Quiet {
 		if f, ok := stdio.Err.(*os.File); ok && isTerminal(f) {
 			fmt.Fprintf(stdio.Err, "rpctap: recording to %s\n", path)
@@ -317,9 +321,13 @@ func startRecorder(o *recordOptions, h cassette.Header, base string, start time.
 }
 
 // cassettePath picks the cassette's file: -o, else a new name in --dir,
-// $RPCTAP_DIR or the state directory (created 0700 if missing).
+// $RPCTAP_DIR or the state directory. The directory is created 0700 if
+// missing; an error says it cannot be.
 func cassettePath(o *recordOptions, base string, start time.Time) (string, error) {
 	if o.Output != "" {
+		if err := os.MkdirAll(filepath.Dir(o.Output), 0o700); err != nil {
+			return "", fmt.Errorf("cannot create the directory of -o %s: %w", o.Output, err)
+		}
 		return o.Output, nil
 	}
 	dir := o.Dir
@@ -338,7 +346,7 @@ func cassettePath(o *recordOptions, base string, start time.Time) (string, error
 		dir = filepath.Join(state, "rpctap", "cassettes")
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
+		return "", fmt.Errorf("cannot create the cassette directory %s: %w", dir, err)
 	}
 	return filepath.Join(dir, cassetteName(base, start, os.Getpid())), nil
 }
@@ -388,11 +396,15 @@ func recordSocket(o *recordOptions, stdio Stdio) error {
 	cwd, _ := os.Getwd()
 	h := cassette.Header{Rpctap: Version, Created: start.UTC().Format(time.RFC3339Nano),
 		Mode: "socket", Listen: o.Listen, Upstream: o.Upstream, Cwd: cwd}
+	path, err := cassettePath(o, filepath.Base(o.Upstream), start)
+	if err != nil {
+		return &ExitError{Code: ExitInternal, Err: fmt.Errorf("record: %v; not listening (choose another place with -o, --dir or RPCTAP_DIR)", err)}
+	}
 	p := &tap.Proxy{Listen: o.Listen, Upstream: o.Upstream, Grace: o.Grace, Warn: stdio.Err}
 	if err := p.Bind(); err != nil {
 		return err
 	}
-	if obs, _ := startRecorder(o, h, filepath.Base(o.Upstream), start, stdio); obs != nil {
+	if obs, _ := startRecorder(o, h, path, stdio); obs != nil {
 		p.Observer, p.ObserveFirst = obs, true
 	}
 	return p.Serve(ctx)

@@ -24,6 +24,13 @@ const (
 	maxSinkRSS = 13 << 10
 )
 
+// maxBinary is the size limit of the static binary, in bytes. Issue 23's
+// target is 15 MB; measured 15.22 MB with go1.26 (docs/performance.md,
+// "Startup"). The margin is for toolchain updates; what the startup RSS
+// follows is what the process maps, so a dependency that adds a megabyte
+// fails here even before it shows in the RSS.
+const maxBinary = 16_000_000
+
 // TestStartupRSS builds rpctap statically and measures the peak RSS
 // (VmHWM) of the tap and its sink of `rpctap record -- cat` once the
 // cassette is open and the session idle. (`rpctap --version` is measured
@@ -44,8 +51,14 @@ func TestStartupRSS(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	st, _ := os.Stat(bin)
-	t.Logf("static binary: %.1f MB", float64(st.Size())/1e6)
+	st, err := os.Stat(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("static binary: %d bytes", st.Size())
+	if st.Size() > maxBinary {
+		t.Errorf("the static binary is %d bytes, over the %d-byte limit", st.Size(), maxBinary)
+	}
 
 	cas := filepath.Join(dir, "x.cassette")
 	rec := exec.Command(bin, "record", "-o", cas, "--", "cat")

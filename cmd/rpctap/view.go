@@ -37,10 +37,13 @@ transcript that folds streamed chunks into text per turn; statistics per
 method (counts, latency p50/p90/p99/max, unanswered requests). Press ? for
 every key.
 
-Without CASSETTE it shows a picker over the cassette directory (the same as
-'rpctap record' uses: --dir, $RPCTAP_DIR, $XDG_STATE_HOME/rpctap/cassettes
-or ~/.local/state/rpctap/cassettes), newest first, updated as recordings
-appear.
+Without CASSETTE it shows the session hub: the cassettes of the cassette
+directory (the same as 'rpctap record' uses: --dir, $RPCTAP_DIR,
+$XDG_STATE_HOME/rpctap/cassettes or ~/.local/state/rpctap/cassettes),
+newest first, with each session's start, state (live, ended, cut),
+protocol, duration, frames, the errors and warnings stored at record time,
+and command. The list updates as sessions start, grow and end; files that
+are not cassettes are not listed. Enter opens one; a live one is followed.
 
 A cassette still being written (no end record yet) is followed: new records
 appear as they are recorded and the list sticks to the bottom until you move.

@@ -37,11 +37,16 @@ const (
 	// nothing else is queued. The validator kept within it on every
 	// bench/wire session (no validation-stopped record at 4 MiB).
 	maxValidateBytes = 4 << 20
+	// valQLen: frames queued for the validator, the other bound beside
+	// maxValidateBytes. The queue carries pointers to pooled jobs: a ring
+	// of 4096 jobs by value was 608 KiB, all of it resident once 4096
+	// frames had passed through it, however few were ever queued at once.
+	valQLen = 4096
 	// maxPending: remembered request ids per connection and direction, used
 	// to give responses their request's method.
 	maxPending = 4096
 	// poolBuf: chunk copies up to this size come from pools by size class
-	// (1 KiB to 64 KiB), so a queue of small chunks pins little memory.
+	// (256 B to 64 KiB), so a queue of small chunks pins little memory.
 	poolBuf = valBufMax
 )
 
@@ -132,7 +137,8 @@ type Recorder struct {
 
 	in      chan item                // Observe/Event -> writer goroutine
 	results chan validationResult    // validator goroutine -> writer goroutine
-	valQ    chan valJob              // writer goroutine -> validator goroutine
+	valQ    chan *valJob             // writer goroutine -> validator goroutine (see jobs)
+	jobs    sync.Pool                // *valJob: boxes for valQ
 	kick    chan struct{}            // lossy drops waiting in gaps
 	done    chan struct{}            // closed when the writer goroutine returned
 	maxSeq  atomic.Uint64            // highest Seq handed to Observe
@@ -271,7 +277,7 @@ func New(w Writer, opts ...Option) *Recorder {
 		w:          w,
 		in:         make(chan item, queueLen),
 		results:    make(chan validationResult, 16),
-		valQ:       make(chan valJob, 4096),
+		valQ:       make(chan *valJob, valQLen),
 		kick:       make(chan struct{}, 1),
 		valBig:     make(chan []byte, 1),
 		done:       make(chan struct{}),
