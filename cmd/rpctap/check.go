@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/framing"
 	"github.com/rpctap/rpctap/internal/redact"
 	"github.com/rpctap/rpctap/protocol"
 	"github.com/rpctap/rpctap/replay"
@@ -308,6 +309,7 @@ type connCheck struct {
 	partial  map[cassette.Dir][]byte
 	partRec  map[cassette.Dir]uint64
 	partHdr  map[cassette.Dir]string // Content-Length header of a message held in parts
+	lastHdr  map[cassette.Dir]string // the last Content-Length header of each direction, for frames judged from an intercept event
 	excerpts map[uint64]string
 	dirs     map[uint64]string
 }
@@ -327,6 +329,11 @@ type checker struct {
 	lastN    uint64
 	lostTail bool // damage ran to the end of the file
 	portable bool // the header has a portable table: "redacted" alone may mean run values were replaced
+
+	// sentBy is a frame of the child's that an intercepting tap sent on
+	// changed (format 1.2: icpt set, d out), waiting for the intercept
+	// event right after it, which may carry what the child wrote.
+	sentBy *cassette.Record
 }
 
 // checkRecords judges the records of one cassette.
@@ -337,6 +344,7 @@ func checkRecords(name string, h cassette.Header, src recordSource, forced proto
 		c.rep.Protocol, c.rep.ProtocolSource = forced.Name(), "flag"
 	}
 	readErr := c.read(src)
+	c.flushSent(nil)
 	c.finish(readErr)
 	if readErr != nil {
 		return c.rep, fmt.Errorf("%v (checked the records before it)", readErr)
@@ -380,13 +388,20 @@ func (c *checker) read(src recordSource) error {
 // record takes one record.
 func (c *checker) record(rec *cassette.Record) {
 	rep := c.rep
+	if rec.K != cassette.KindViolation {
+		c.flushSent(rec)
+	}
 	rep.Records++
 	if rec.K != cassette.KindEnd {
 		c.lastT, c.lastN = rec.T, rec.N // the session's last record, not the recorder's
 	}
 	switch rec.K {
 	case cassette.KindFrame:
-		c.frame(rec)
+		if rec.D == cassette.DirOut && rec.Icpt != "" && rec.Icpt != "inject" && !rec.Part {
+			c.sentBy = rec // judged when its intercept event is read (flushSent)
+			return
+		}
+		c.frame(rec, nil)
 	case cassette.KindViolation:
 		rep.StoredIgnored++
 	case cassette.KindMeta:
@@ -411,16 +426,24 @@ func (c *checker) record(rec *cassette.Record) {
 			c.endConn(rec.Conn)
 		case cassette.EventIntercept:
 			// A frame the other side never got (dropped, or the answer to
-			// a request rpctap injected, taken off the wire): an answer
-			// rpctap kept is not a request left unanswered, and a dropped
-			// request is not the child's to answer (format 1.2).
-			if (rec.Act == "drop" || rec.Act == "take") && (rec.Orig != nil || rec.OrigText != "") {
-				orig := []byte(rec.Orig)
-				if orig == nil {
-					orig = []byte(rec.OrigText)
-				}
-				c.conn(rec.Conn).judge.Intercepted(protocol.DirOf(string(rec.D)), orig)
+			// a request rpctap injected, taken off the wire; format 1.2).
+			orig := originalOf(rec)
+			if (rec.Act != "drop" && rec.Act != "take") || orig == nil {
+				break
 			}
+			if rec.D == cassette.DirOut {
+				// The child wrote it: judged as the child's frame, so the
+				// answer to a request rpctap injected answers it, a
+				// dropped answer answers its request, and the child's
+				// numbering (DAP seq) has no hole where it was.
+				c.frame(&cassette.Record{N: rec.N, T: rec.T, Conn: rec.Conn, K: cassette.KindFrame, D: cassette.DirOut}, orig)
+				break
+			}
+			// The parent's frame the child never got: a dropped request
+			// is not the child's to answer, and the parent's answer to a
+			// request rpctap injected toward it, or to one of the child's
+			// that rpctap dropped, ends that request's wait.
+			c.conn(rec.Conn).judge.Intercepted(protocol.FromParent, orig)
 		case cassette.EventGap:
 			rep.add(checkFinding{Code: "cassette.gap", Severity: string(protocol.SevWarning), Record: rec.N, Conn: rec.Conn, Dir: string(rec.D),
 				Message: fmt.Sprintf("%d bytes of %q were forwarded but not recorded; pairing findings after this point may be spurious", rec.Bytes, rec.D)})
@@ -454,7 +477,7 @@ func redactedFinding(rec *cassette.Record) checkFinding {
 func (c *checker) conn(n int) *connCheck {
 	cc, ok := c.conns[n]
 	if !ok {
-		cc = &connCheck{partial: map[cassette.Dir][]byte{}, partRec: map[cassette.Dir]uint64{}, partHdr: map[cassette.Dir]string{},
+		cc = &connCheck{partial: map[cassette.Dir][]byte{}, partRec: map[cassette.Dir]uint64{}, partHdr: map[cassette.Dir]string{}, lastHdr: map[cassette.Dir]string{},
 			excerpts: map[uint64]string{}, dirs: map[uint64]string{}}
 		cc.judge = protocol.NewJudge(c.forced, c.stored, func(v protocol.Verdict) { c.verdict(cc, n, v) })
 		c.conns[n] = cc
@@ -463,13 +486,66 @@ func (c *checker) conn(n int) *connCheck {
 	return cc
 }
 
+// originalOf is the frame an intercept event keeps as the other side sent
+// it (orig, or orig_text), nil when it keeps none.
+func originalOf(ev *cassette.Record) []byte {
+	switch {
+	case ev.Orig != nil:
+		return []byte(ev.Orig)
+	case ev.OrigText != "":
+		return []byte(ev.OrigText)
+	}
+	return nil
+}
+
+// flushSent judges the child's frame an intercepting tap changed on its
+// way to the parent (c.sentBy), now that next, the record after it, is
+// read: when next is that frame's intercept event with the original, the
+// original is judged, for that is what the child wrote (its own
+// request_seq in a DAP session where rpctap renumbered the parent's
+// requests; its hover before the user's edit). next nil: the end.
+//
+// So check judges the session as the child took part in it: the parent's
+// frames as the child got them (the cassette's in records: edited,
+// renumbered, injected), the child's as it wrote them (format 1.2,
+// docs/cassette-format.md 4.7). Frames rpctap wrote toward the parent of
+// its own (inject) are judged as sent, and the parent's answers to them
+// close them (Intercepted).
+func (c *checker) flushSent(next *cassette.Record) {
+	f := c.sentBy
+	if f == nil {
+		return
+	}
+	c.sentBy = nil
+	var orig []byte
+	if next != nil && next.K == cassette.KindEvent && next.Ev == cassette.EventIntercept && next.Ref == f.N && next.Conn == f.Conn {
+		orig = originalOf(next)
+	}
+	c.frame(f, orig)
+}
+
 // frame joins the parts of a message and hands whole ones to the Judge.
-func (c *checker) frame(rec *cassette.Record) {
+// sent, when not nil, is the payload to judge instead of the record's: the
+// frame as its sender wrote it, before rpctap changed it or took it off
+// the wire (its Content-Length header, if the stream has them, recounted).
+func (c *checker) frame(rec *cassette.Record, sent []byte) {
 	if len(rec.RedactedAt) > 0 || rec.Redacted && !c.portable {
 		c.rep.add(redactedFinding(rec))
 	}
 	cc := c.conn(rec.Conn)
 	payload := rec.Payload()
+	if sent != nil {
+		payload = sent
+		switch {
+		case rec.Hdr != "":
+			rec.Hdr = string(framing.WithLength([]byte(rec.Hdr), len(sent)))
+		case cc.lastHdr[rec.D] != "":
+			rec.Hdr = string(framing.WithLength([]byte(cc.lastHdr[rec.D]), len(sent)))
+		}
+	}
+	if rec.Hdr != "" {
+		cc.lastHdr[rec.D] = rec.Hdr
+	}
 	if rec.Part {
 		if _, ok := cc.partial[rec.D]; !ok {
 			cc.partRec[rec.D] = rec.N

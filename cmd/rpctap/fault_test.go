@@ -128,7 +128,7 @@ func TestFaultFlags(t *testing.T) {
 		{[]string{"replay", "--fault", "drop mthod=x", "x.cassette"}, `unknown selector "mthod"`},
 		{[]string{"replay", "--fault", "corrupt result", "x.cassette"}, "corrupt needs a JSON pointer"},
 		{[]string{"replay", "--fault", "drop dir=up", "x.cassette"}, "dir must be in (parent -> child) or out"},
-		{[]string{"record", "--fault", "drop dir=in", "-o", "x.cassette", "--", "true"}, "apply to the child's output only"},
+		{[]string{"record", "--fault", "drop dir=sideways", "-o", "x.cassette", "--", "true"}, "dir must be in (parent -> child) or out"},
 		{[]string{"replay", "--faults", bad, "x.cassette"}, bad + ":2: fault"},
 		{[]string{"verify", "--fault", "kill", "--fault", "drop kind=answer", "x.cassette", "--", "true"}, "kind must be"},
 	} {

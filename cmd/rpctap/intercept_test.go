@@ -725,17 +725,157 @@ func TestInterceptDAPInjectRenumbers(t *testing.T) {
 	if renumbered != 8 {
 		t.Errorf("%d renumbered frames marked, want 8", renumbered)
 	}
-	// check finds no error. (Known limit: it warns of the gap in the
-	// adapter's seqs where the taken answer was, and pairs the responses
-	// mapped back to the parent's numbering with the adapter's numbering
-	// of the requests: one "unanswered" warning; see docs/intercept.md.)
-	if code, out, errs := runMain("check", cas); code != ExitOK {
-		t.Errorf("check: exit %d\n%s%s", code, out, errs)
-	}
+	// check judges the adapter by what it got (the renumbered seqs, the
+	// injected request) and what it sent (its own request_seq, the taken
+	// answer): no error and no warning.
+	checkClean(t, cas, "dap")
 	if v := run(t, dir, "", rp, "verify", cas, "--", peer, "dap-child"); v.code != 0 {
 		t.Errorf("verify against the adapter: exit %d\n%s%s", v.code, v.stdout, v.stderr)
 	}
 	if rep := run(t, dir, "", peer, "dap-parent", rp, "replay", "--speed", "0", cas); rep.stdout != direct.stdout {
 		t.Errorf("replay to the parent: exit %d\n%s%s", rep.code, rep.stdout, rep.stderr)
 	}
+}
+
+// heldWhere polls `ctl list` until a held frame's line contains want and
+// returns its number and frame.
+func heldWhere(t *testing.T, rp, sock, want string) (string, string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		out, code := ctl(t, rp, sock, "list")
+		if code != 0 {
+			t.Fatalf("ctl list: exit %d: %s", code, out)
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if strings.Contains(line, want) && strings.Contains(line, "{") {
+				return strings.Fields(line)[0], line[strings.Index(line, "{") : strings.LastIndex(line, "}")+1]
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	out, _ := ctl(t, rp, sock, "list")
+	t.Fatalf("no held frame with %q; held:\n%s", want, out)
+	return "", ""
+}
+
+// interceptMarks lists the acts of a cassette's intercept events.
+func interceptMarks(t *testing.T, cas string) []string {
+	t.Helper()
+	recs, err := readCassette(cas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var marks []string
+	for _, r := range recs {
+		if r.Ev == cassette.EventIntercept {
+			marks = append(marks, string(r.D)+" "+r.Act)
+		}
+	}
+	return marks
+}
+
+// TestInterceptACPInjectDropCheck: in an ACP session of the ACP Go SDK
+// example client and agent, one of the agent's session/update
+// notifications is dropped, a session/update of the user's is injected
+// toward the client, and a session/new toward the agent (its answer taken
+// off the wire) while the client's permission answer is held. check
+// passes the cassette with no warning: the taken answer answers the
+// injected request, the dropped notification is the agent's.
+func TestInterceptACPInjectDropCheck(t *testing.T) {
+	t.Parallel()
+	rp := realPeersRpctap(t)
+	client, agent := testpeers.Tool(t, "acpclient"), testpeers.Tool(t, "acpagent")
+	dir := t.TempDir()
+	cas := filepath.Join(dir, "acp.cassette")
+	l := startLive(t, dir, "1\n", nil, client, rp, "record", "--intercept", "-o", cas,
+		"--break", "dir:out & m=session/update", "--break", "dir:in & kind:response & m=session/request_permission", "--", agent)
+	sock := l.sock(t, cas)
+	n, frame := heldWhere(t, rp, sock, " out session/update ")
+	var upd struct {
+		Params struct {
+			SessionID string `json:"sessionId"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal([]byte(frame), &upd); err != nil || upd.Params.SessionID == "" {
+		t.Fatalf("held %s: no sessionId (%v)", frame, err)
+	}
+	ctl(t, rp, sock, "unbreak", "1")
+	if out, code := ctl(t, rp, sock, "drop", n); code != 0 {
+		t.Fatalf("ctl drop: %s", out)
+	}
+	perm, _ := heldWhere(t, rp, sock, " in session/request_permission")
+	ctl(t, rp, sock, "unbreak", "2")
+	note := filepath.Join(dir, "note.json")
+	os.WriteFile(note, []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"`+upd.Params.SessionID+
+		`","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"injected by rpctap"}}}}`), 0o600)
+	if out, code := ctl(t, rp, sock, "inject", "--to", "parent", note); code != 0 {
+		t.Fatalf("ctl inject --to parent: exit %d: %s", code, out)
+	}
+	req := filepath.Join(dir, "new.json")
+	os.WriteFile(req, []byte(`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"`+dir+`","mcpServers":[]}}`), 0o600)
+	if out, code := ctl(t, rp, sock, "inject", "--to", "child", req); code != 0 || !strings.Contains(out, `"sessionId"`) {
+		t.Fatalf("ctl inject --to child: exit %d: %s", code, out)
+	}
+	if out, code := ctl(t, rp, sock, "forward", perm); code != 0 {
+		t.Fatalf("ctl forward: %s", out)
+	}
+	l.wait(t, 60*time.Second)
+	if out := l.stdout(); !strings.Contains(out, "injected by rpctap") {
+		t.Errorf("the client did not show the injected update:\n%s\n%s", out, l.stderr())
+	}
+	testpeers.WaitFinished(t, rp, cas, 30*time.Second)
+	marks := strings.Join(interceptMarks(t, cas), ",")
+	for _, want := range []string{"out drop", "out inject", "in inject", "out take", "in forward"} {
+		if !strings.Contains(marks, want) {
+			t.Errorf("intercept events %s: no %q", marks, want)
+		}
+	}
+	checkClean(t, cas, "acp")
+}
+
+// TestInterceptLSPInjectCheck: gopls through the LSP driver; while the
+// driver's shutdown request is held, a textDocument/documentSymbol
+// request is injected toward gopls (its answer taken off the wire) and a
+// window/logMessage toward the driver, each in Content-Length framing. The
+// driver gets its answers, and check passes the cassette with no warning:
+// the taken answer answers the injected request.
+func TestInterceptLSPInjectCheck(t *testing.T) {
+	t.Parallel()
+	rp := realPeersRpctap(t)
+	gopls := testpeers.Gopls(t)
+	peer := testpeers.Tool(t, "testpeer")
+	ws := goModule(t)
+	cas := filepath.Join(t.TempDir(), "gopls.cassette")
+	l := startLive(t, ws, "", nil, peer, "lsp-parent", rp, "record", "--intercept", "-o", cas,
+		"--break", "dir:in & m=shutdown", "--", gopls)
+	sock := l.sock(t, cas)
+	hover, _ := heldWhere(t, rp, sock, " in shutdown ")
+	ctl(t, rp, sock, "unbreak", "1")
+	dir := t.TempDir()
+	req := filepath.Join(dir, "symbol.json")
+	os.WriteFile(req, []byte(`{"jsonrpc":"2.0","id":1,"method":"textDocument/documentSymbol","params":{"textDocument":{"uri":"file://`+ws+`/main.go"}}}`), 0o600)
+	if out, code := ctl(t, rp, sock, "inject", "--wait", "60s", "--to", "child", req); code != 0 || !strings.Contains(out, `"Greet"`) {
+		t.Fatalf("ctl inject --to child: exit %d: %s", code, out)
+	}
+	conf := filepath.Join(dir, "conf.json")
+	os.WriteFile(conf, []byte(`{"jsonrpc":"2.0","method":"window/logMessage","params":{"type":3,"message":"injected by rpctap"}}`), 0o600)
+	if out, code := ctl(t, rp, sock, "inject", "--to", "parent", conf); code != 0 {
+		t.Fatalf("ctl inject --to parent: exit %d: %s", code, out)
+	}
+	if out, code := ctl(t, rp, sock, "forward", hover); code != 0 {
+		t.Fatalf("ctl forward: %s", out)
+	}
+	l.wait(t, 90*time.Second)
+	if out := l.stdout(); !strings.Contains(out, "hover:") || !strings.Contains(out, "definition: main.go:5:5") {
+		t.Fatalf("the driver's run:\n%s\n%s", out, l.stderr())
+	}
+	testpeers.WaitFinished(t, rp, cas, 30*time.Second)
+	marks := strings.Join(interceptMarks(t, cas), ",")
+	for _, want := range []string{"in inject", "out take", "out inject", "in forward"} {
+		if !strings.Contains(marks, want) {
+			t.Errorf("intercept events %s: no %q", marks, want)
+		}
+	}
+	checkClean(t, cas, "lsp")
 }

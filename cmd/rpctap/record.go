@@ -133,7 +133,7 @@ missing command, 126 if CMD cannot be executed, 127 if it is not found.`,
 			fs.BoolVarP(&o.Quiet, "quiet", "q", false, "do not say where the cassette goes (only said when stderr is a terminal)")
 			fs.StringVar(&o.Listen, "listen", "", "socket mode: listen on the Unix socket `PATH`")
 			fs.StringVar(&o.Upstream, "upstream", "", "socket mode: forward each connection to the Unix socket `PATH`")
-			fs.StringArrayVar(&o.Fault, "fault", nil, "misbehave on purpose: apply `RULE` to the child's frames before the parent gets them, e.g. 'error method=tools/list' or 'kill frame=3' (repeatable; each fault is an event in the cassette; see docs/replay.md)")
+			fs.StringArrayVar(&o.Fault, "fault", nil, "misbehave on purpose: apply `RULE` to the child's frames before the parent gets them (dir=in: the parent's before the child does), e.g. 'error method=tools/list' or 'kill frame=3' (repeatable; each fault is marked in the cassette with the sender's own frame; see docs/replay.md)")
 			fs.StringVar(&o.FaultsFile, "faults", "", "read fault rules from `FILE`, one a line")
 			fs.BoolVar(&o.Intercept, "intercept", false, "open a control socket to hold, edit, drop and inject frames (see 'rpctap ctl' and docs/intercept.md)")
 			fs.DurationVar(&o.InterceptTimeout, "intercept-timeout", 0, "forward a held frame unchanged after `DURATION` (0: hold until told)")
@@ -250,7 +250,6 @@ func runRecord(o *recordOptions, args []string, stdio Stdio) error {
 		c.Observer = obs
 		c.ObserveFirst = true
 	}
-	installFaults(c, o.faults, stdio.Err)
 	if ic != nil {
 		ic.install(c)
 	}

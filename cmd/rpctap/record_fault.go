@@ -1,14 +1,8 @@
 package main
 
 import (
-	"fmt"
-	"io"
-	"sync"
-
 	"github.com/rpctap/rpctap/cassette"
-	"github.com/rpctap/rpctap/internal/recfault"
 	"github.com/rpctap/rpctap/replay"
-	"github.com/rpctap/rpctap/tap"
 )
 
 // parseFaultFlags reads --faults FILE, then each --fault rule (record,
@@ -67,7 +61,10 @@ func faultsCanFire(cmd string, faults []replay.Fault, sendDir cassette.Dir, recs
 	return nil
 }
 
-// checkFaults parses record's fault flags; socket mode takes none.
+// checkFaults parses record's fault flags; socket mode takes none. The
+// rules run in the intercepting tap (record_intercept.go, package rewrite's
+// Faults) on both directions and both framings: without dir= on the
+// child's frames, with dir=in on the parent's.
 func (o *recordOptions) checkFaults() error {
 	faults, err := parseFaultFlags(o.Fault, o.FaultsFile)
 	if err != nil {
@@ -76,73 +73,6 @@ func (o *recordOptions) checkFaults() error {
 	if len(faults) > 0 && o.Listen != "" {
 		return Usagef("record: --fault is for stdio recordings")
 	}
-	for _, f := range faults {
-		if f.Dir == "in" {
-			return Usagef("record: --fault %q: faults while recording apply to the child's output only (dir=out)", f.String())
-		}
-	}
 	o.faults = faults
-	return nil
-}
-
-// installFaults makes c apply the rules to the child's stdout (the only
-// exception to byte-exact forwarding; nothing is installed without rules).
-// Each fault done is told on warn and recorded as a "fault" event right
-// after the frame it changed (docs/cassette-format.md, section 4.6); the
-// cassette keeps the frame as the child sent it.
-func installFaults(c *tap.Cmd, rules []replay.Fault, warn io.Writer) {
-	if len(rules) == 0 {
-		return
-	}
-	reqs := &recfault.Requests{}
-	c.Observer = &requestFeeder{next: c.Observer, reqs: reqs}
-	if !c.ObserveFirst {
-		c.ObserveFirst = true // the request is known before the child can answer it
-	}
-	var mu sync.Mutex
-	c.StdoutFilter = func(dst io.Writer) io.Writer {
-		return &recfault.Writer{Dst: dst, Rules: rules, Requests: reqs,
-			Note: func(rule string, frame int, what string) {
-				msg := fmt.Sprintf("%s on frame %d of out (%s)", rule, frame, what)
-				mu.Lock()
-				fmt.Fprintf(warn, "rpctap record: fault injected: %s\n", msg)
-				mu.Unlock()
-				c.Note(tap.Event{Kind: cassette.EventFault, Stream: tap.Stdout, Msg: msg})
-			},
-			Kill: func() error {
-				if c.Process != nil {
-					c.Process.Kill()
-				}
-				return nil
-			}}
-	}
-}
-
-// requestFeeder passes everything on to next (which may be nil) and feeds
-// the parent's stdin to reqs.
-type requestFeeder struct {
-	next tap.Observer
-	reqs *recfault.Requests
-}
-
-func (f *requestFeeder) Observe(ch tap.Chunk) {
-	if ch.Stream == tap.Stdin {
-		f.reqs.Feed(ch.Data)
-	}
-	if f.next != nil {
-		f.next.Observe(ch)
-	}
-}
-
-func (f *requestFeeder) Event(e tap.Event) {
-	if f.next != nil {
-		f.next.Event(e)
-	}
-}
-
-func (f *requestFeeder) Close() error {
-	if f.next != nil {
-		return f.next.Close()
-	}
 	return nil
 }

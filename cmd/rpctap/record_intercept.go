@@ -23,9 +23,6 @@ func (o *recordOptions) checkIntercept() error {
 		if o.Listen != "" {
 			return Usagef("record: --rewrite is for stdio recordings")
 		}
-		if len(o.Fault) > 0 || o.FaultsFile != "" {
-			return Usagef("record: --fault and --rewrite do not combine yet: write the fault as a rewrite (error CODE MESSAGE, delete PATH)")
-		}
 	}
 	if !o.Intercept {
 		if o.InterceptTimeout != 0 || len(o.Break) > 0 {
@@ -38,9 +35,6 @@ func (o *recordOptions) checkIntercept() error {
 	}
 	if o.InterceptTimeout < 0 {
 		return Usagef("record: --intercept-timeout must not be negative")
-	}
-	if len(o.Fault) > 0 || o.FaultsFile != "" {
-		return Usagef("record: --fault and --intercept do not combine yet: hold the frame and edit or drop it instead")
 	}
 	return nil
 }
@@ -57,7 +51,7 @@ type interceptRun struct {
 // startIntercept opens the control socket and says where it is on stderr
 // (always: a user needs the path to attach, whatever stderr is).
 func startIntercept(o *recordOptions, stdio Stdio) (*interceptRun, error) {
-	if !o.Intercept && len(o.rewrites) == 0 {
+	if !o.Intercept && len(o.rewrites) == 0 && len(o.faults) == 0 {
 		return nil, nil
 	}
 	ic := &interceptRun{}
@@ -70,6 +64,17 @@ func startIntercept(o *recordOptions, stdio Stdio) (*interceptRun, error) {
 			}
 		},
 		Rewrite: o.rewrites,
+		Faults:  rewrite.NewFaults(o.faults),
+		Faulted: func(msg string) {
+			ic.mu.Lock()
+			fmt.Fprintf(stdio.Err, "rpctap record: fault injected: %s\n", msg)
+			ic.mu.Unlock()
+		},
+		Kill: func() {
+			if ic.cmd != nil && ic.cmd.Process != nil {
+				ic.cmd.Process.Kill()
+			}
+		},
 		Tell: func(msg string) {
 			ic.mu.Lock()
 			fmt.Fprintf(stdio.Err, "rpctap: intercept: %s\n", msg)
@@ -86,7 +91,7 @@ func startIntercept(o *recordOptions, stdio Stdio) (*interceptRun, error) {
 	}
 	ic.s = s
 	if !o.Intercept {
-		return ic, nil // --rewrite alone: the intercepting path, no control socket
+		return ic, nil // --rewrite or --fault alone: the intercepting path, no control socket
 	}
 	ln, err := ctlsock.Listen("")
 	if err != nil {

@@ -107,6 +107,17 @@ type Options struct {
 	// Rewrite rules (record --rewrite) run on every frame of both
 	// directions before breakpoints see it.
 	Rewrite rewrite.Rules
+	// Faults (record --fault) run on every frame of both directions after
+	// the rewrite rules and before breakpoints: a frame a fault fired on is
+	// not held. Each fault done is recorded as a fault event after the
+	// frame (and its intercept event, when the frame was changed, dropped
+	// or duplicated) and told to Faulted.
+	Faults *rewrite.Faults
+	// Faulted is told each fault done (nil: quiet).
+	Faulted func(msg string)
+	// Kill kills the child (the kill fault); nil: the fault only stops
+	// forwarding.
+	Kill func()
 }
 
 // Session is the intercepting state of one recording.
@@ -287,9 +298,9 @@ func (s *Session) HeldFrames() []Held {
 	return out
 }
 
-// active reports whether any breakpoint is set, or a rewrite rule.
+// active reports whether any breakpoint is set, or a rewrite or fault rule.
 func (s *Session) active() bool {
-	if len(s.opt.Rewrite) > 0 {
+	if len(s.opt.Rewrite) > 0 || s.opt.Faults != nil {
 		return true
 	}
 	s.mu.Lock()

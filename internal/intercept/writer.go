@@ -11,6 +11,7 @@ import (
 	"github.com/rpctap/rpctap/cassette"
 	"github.com/rpctap/rpctap/internal/filterexpr"
 	"github.com/rpctap/rpctap/internal/framing"
+	"github.com/rpctap/rpctap/internal/rewrite"
 	"github.com/rpctap/rpctap/protocol"
 	"github.com/rpctap/rpctap/tap"
 )
@@ -44,6 +45,7 @@ type Writer struct {
 	run   []byte // frames that passed, not yet forwarded
 	queue []queued
 	err   error // forwarding failed: the reader went away
+	dead  bool  // a kill fault fired: nothing more of this stream is forwarded
 }
 
 func newWriter(s *Session, st tap.Stream, forward func([]byte) error) *Writer {
@@ -61,6 +63,9 @@ func (w *Writer) Write(p []byte) (int, error) {
 	defer w.mu.Unlock()
 	if w.err != nil {
 		return 0, w.err
+	}
+	if w.dead {
+		return len(p), nil // the child is being killed
 	}
 	if !w.s.intercepting(w.dir) && w.ahead == w.split.Pending() {
 		err := w.send(p)
@@ -228,6 +233,10 @@ func (w *Writer) frame(hdr, payload []byte, eol string, part bool) {
 			r.SetPayload(payload)
 		}
 	}
+	if hit := w.s.opt.Faults.Apply(mi.Protocol, w.dir, payload, faultKind(info, payload), method, info.ID); hit != nil {
+		w.fault(hit, hdr, payload, eol, rewritten)
+		return
+	}
 	bp := w.s.match(&r, mi)
 	if bp == nil {
 		hdr, payload, rewritten = w.dapSend(hdr, payload, rewritten)
@@ -360,4 +369,86 @@ func compactJSON(b []byte) ([]byte, error) {
 		return nil, fmt.Errorf("not one JSON value")
 	}
 	return out.Bytes(), nil
+}
+
+// faultKind is a frame's kind as fault rules name it: request, response,
+// notification or event (a handshake frame is a request or a response).
+func faultKind(info protocol.Info, payload []byte) string {
+	if info.Kind != protocol.Handshake {
+		return string(info.Kind)
+	}
+	var m struct {
+		Method *string `json:"method"`
+	}
+	if json.Unmarshal(payload, &m) == nil && m.Method != nil {
+		return string(protocol.Request)
+	}
+	return string(protocol.Response)
+}
+
+// fault does what a fault rule that fired on a frame says (record
+// --fault), in the stream's framing, and records it: the frame as the
+// other side got it, marked as 1.2 marks an intercepted frame (a changed
+// frame with icpt rewrite and its original, a dropped one as a drop with
+// its original, a duplicate as an injected copy), then a fault event with
+// the rule, so that each side's record is what it received and the
+// sender's own frame is kept. rewritten is the mark of rewrite rules (or
+// DAP renumbering) that changed the frame already, nil when none did.
+// Called with w.mu held; a delay sleeps with it held, so frames behind
+// this one in its direction wait, as on the wire.
+func (w *Writer) fault(hit *rewrite.FaultHit, hdr, payload []byte, eol string, rewritten *tap.Event) {
+	msg := hit.Msg(w.dir)
+	if w.s.opt.Faulted != nil {
+		w.s.opt.Faulted(msg)
+	}
+	orig := append([]byte(nil), payload...)
+	bp := "fault " + hit.Rule
+	if rewritten != nil {
+		orig, bp = rewritten.Original, rewritten.Breakpoint+"; "+bp
+	}
+	fev := tap.Event{Kind: cassette.EventFault, Stream: w.stream(), Msg: msg}
+	switch hit.Action {
+	case "drop", "kill":
+		w.flushRun()
+		w.s.note(tap.Event{Kind: cassette.EventIntercept, Stream: w.stream(), Action: string(ActDrop), Breakpoint: bp, Original: orig})
+		w.s.note(fev)
+		if hit.Action == "kill" {
+			w.dead = true
+			if w.s.opt.Kill != nil {
+				w.s.opt.Kill()
+			}
+		}
+		return
+	case "truncate", "corrupt", "error":
+		payload = hit.Payload
+		if hdr != nil {
+			hdr = framing.WithLength(hdr, len(payload))
+		}
+		rewritten = &tap.Event{Kind: cassette.EventIntercept, Stream: w.stream(), Action: string(ActRewrite), Breakpoint: bp, Original: orig}
+	case "delay":
+		time.Sleep(hit.Delay)
+	}
+	hdr, payload, rewritten = w.dapSend(hdr, payload, rewritten)
+	w.flushRun()
+	if rewritten != nil {
+		w.s.note(*rewritten) // marks the frame that follows
+	}
+	if hit.Action == "split" {
+		// The frame goes in two writes 50 ms apart (a reader that
+		// takes a read for a frame breaks).
+		wire := append(append(append([]byte(nil), hdr...), payload...), eol...)
+		h := len(wire) / 2
+		w.send(wire[:h])
+		time.Sleep(50 * time.Millisecond)
+		w.send(wire[h:])
+	} else {
+		w.appendFrame(hdr, payload, eol)
+		w.flushRun()
+	}
+	if hit.Action == "duplicate" {
+		w.s.note(tap.Event{Kind: cassette.EventIntercept, Stream: w.stream(), Action: string(ActInject), Breakpoint: bp})
+		w.appendFrame(hdr, payload, eol)
+		w.flushRun()
+	}
+	w.s.note(fev)
 }
