@@ -68,6 +68,13 @@ type matrixPeer struct {
 	// findings are the true warnings and errors check reports, as
 	// "severity code ×times".
 	findings []string
+	// crashes, when set, is what the parent prints at the end of a session
+	// the child saw through. A child known to crash on its own now and
+	// then (lldb-vscode 14 aborts with SIGABRT, about 1 run in 30 under
+	// load) gets its direct and recorded sessions run again, at most 3
+	// times in all, when either lacks it; the retry is logged. A session
+	// rpctap broke would lack it every time, so the row still fails then.
+	crashes string
 }
 
 // withChild is a parent that takes its child's argv after its own.
@@ -195,6 +202,7 @@ var matrixPeers = []matrixPeer{
 		// Once for the adapter's side, with the count (it was reported on
 		// each of its 17 messages).
 		findings: []string{"warning dap.seq-order ×1"},
+		crashes:  "disconnect: success=true",
 	},
 	{
 		name: "dap-debugpy",
@@ -297,13 +305,22 @@ func (p *matrixPeer) run(t *testing.T, rp, wrap string) {
 	}
 
 	// record, beside a direct run.
-	direct := p.session(t, dir, child, "direct run")
 	cas := filepath.Join(dir, "s.cassette")
 	inRaw, outRaw := filepath.Join(dir, "wire.in"), filepath.Join(dir, "wire.out")
-	rec := p.session(t, dir, append([]string{rp, "record", "-o", cas, "--", wrap, "-in", inRaw, "-out", outRaw, "--"}, child...), "record")
-	testpeers.WaitFinished(t, rp, cas, 30*time.Second)
+	var direct, rec runResult
+	for attempt := 1; ; attempt++ {
+		direct = p.session(t, dir, child, "direct run")
+		os.Remove(cas)
+		rec = p.session(t, dir, append([]string{rp, "record", "-o", cas, "--", wrap, "-in", inRaw, "-out", outRaw, "--"}, child...), "record")
+		testpeers.WaitFinished(t, rp, cas, 30*time.Second)
+		if p.crashes == "" || attempt == 3 || strings.Contains(direct.stdout, p.crashes) && strings.Contains(rec.stdout, p.crashes) {
+			break
+		}
+		t.Logf("attempt %d: a session ended before %q (the child's own crash); both run again\ndirect:\n%s%s\nthrough rpctap:\n%s%s",
+			attempt, p.crashes, direct.stdout, direct.stderr, rec.stdout, rec.stderr)
+	}
 	if p.norm(rec.stdout) != p.norm(direct.stdout) {
-		t.Errorf("record: the parent's output differs from a direct run's\nthrough rpctap:\n%s\ndirect:\n%s\nstderr:\n%s", rec.stdout, direct.stdout, rec.stderr)
+		t.Errorf("record: the parent's output differs from a direct run's\nthrough rpctap:\n%s\ndirect:\n%s\nstderr through rpctap:\n%s\ndirect stderr:\n%s", rec.stdout, direct.stdout, rec.stderr, direct.stderr)
 	}
 	for _, d := range []struct{ dir, file string }{{"in", inRaw}, {"out", outRaw}} {
 		wire, err := os.ReadFile(d.file)
