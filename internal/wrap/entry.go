@@ -27,9 +27,11 @@ package wrap
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Format is a config file's syntax.
@@ -150,12 +152,36 @@ func argsMember(f Format, elems []string) string {
 	return `"args": ` + arr
 }
 
-// isRpctap reports whether a command names rpctap.
+// isRpctap reports whether a command names rpctap: a program called
+// rpctap, or the very program running now under whatever name it was built
+// (`go build -o rpctap-dev`): wrap names itself by its absolute path, so
+// without this a config it had just wrapped would not read back as wrapped.
 func isRpctap(cmd string) bool {
 	b := filepath.Base(strings.ReplaceAll(cmd, `\`, "/"))
 	b = strings.TrimSuffix(strings.ToLower(b), ".exe")
-	return b == "rpctap"
+	if b == "rpctap" {
+		return true
+	}
+	self := selfInfo()
+	if self == nil || !filepath.IsAbs(cmd) {
+		return false
+	}
+	st, err := os.Stat(cmd) // follows a symlink, as the client's exec would
+	return err == nil && os.SameFile(st, self)
 }
+
+// selfInfo is the running program's file, or nil when it cannot be had.
+var selfInfo = sync.OnceValue(func() os.FileInfo {
+	p, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		return nil
+	}
+	return st
+})
 
 // record's flags that take a value in the next argument.
 var recordValueFlags = map[string]bool{

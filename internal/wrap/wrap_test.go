@@ -409,3 +409,39 @@ func TestClientPaths(t *testing.T) {
 		t.Errorf("codex with CODEX_HOME: %s", p)
 	}
 }
+
+// TestWrapSelfUnderAnotherName: an rpctap built under another name (`go
+// build -o rpctap-dev`) names itself by that path; the config it wrapped
+// must read back as wrapped, so that wrap twice is wrap once and unwrap
+// works. Before the fix wrap refused its own edit ("entry did not come out
+// wrapped"), since only a program called rpctap counted.
+func TestWrapSelfUnderAnotherName(t *testing.T) {
+	self, err := os.Executable() // this test binary, wrap.test: not called rpctap
+	if err != nil {
+		t.Skip(err)
+	}
+	spec := Spec{Path: "c.json", Format: JSON, Sections: [][]string{{"mcpServers"}}}
+	orig := []byte(`{"mcpServers":{"a":{"command":"npx","args":["-y","x"]}}}`)
+	o := Options{Self: self, Dir: "/tapes"}
+	w, err := PlanBytes(spec, orig, OpWrap, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(w.After, []byte(self)) {
+		t.Fatalf("not wrapped with %s:\n%s", self, w.After)
+	}
+	twice, err := PlanBytes(spec, w.After, OpWrap, o)
+	if err != nil || !bytes.Equal(twice.After, w.After) {
+		t.Fatalf("wrapping again: %v\n%s", err, twice.After)
+	}
+	u, err := PlanBytes(spec, w.After, OpUnwrap, Options{})
+	if err != nil || !bytes.Equal(u.After, orig) {
+		t.Fatalf("unwrap: %v\n%s", err, u.After)
+	}
+	// Another program that is not rpctap is still not taken for it.
+	other := []byte(`{"mcpServers":{"a":{"command":"/bin/sh","args":["record","--","x"]}}}`)
+	es, err := spec.Parse(other)
+	if err != nil || len(es) != 1 || es[0].Wrapped != nil {
+		t.Fatalf("/bin/sh taken for rpctap: %v %+v", err, es)
+	}
+}
