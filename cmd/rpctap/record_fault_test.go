@@ -90,13 +90,22 @@ func TestRecordFaultsACP(t *testing.T) {
 			if i < 0 {
 				t.Fatalf("no %s in the cassette:\n%s", c.event, cat)
 			}
-			// Right before the fault event: the frame as the parent got it
-			// and its intercept event with the agent's own frame (format
-			// 1.2), or, for a frame not forwarded, the drop event with it.
-			lines := strings.Split(cat[:i], "\n") // the last is the fault event's own start
-			if len(lines) < 3 || !strings.Contains(lines[len(lines)-2], `"ev":"intercept","act":"`+c.act+`","bp":"fault `+c.rule+`","orig":{`) ||
-				c.act == "rewrite" && !strings.Contains(lines[len(lines)-3], `"k":"frame","d":"out"`) {
-				t.Errorf("the fault event does not follow the %s of a frame of out with its original:\n%s", c.act, cat)
+			// A changed frame: the fault event comes first (a parent that
+			// SIGKILLs rpctap once it has read the frame must not leave it
+			// out), then the frame as the parent got it and its intercept
+			// event with the agent's own frame (format 1.2). A frame not
+			// forwarded: its drop event with it, then the fault event.
+			intercept := `"ev":"intercept","act":"` + c.act + `","bp":"fault ` + c.rule + `","orig":{`
+			if c.act == "rewrite" {
+				after := strings.Split(cat[i:], "\n") // the fault event, then what follows
+				if len(after) < 3 || !strings.Contains(after[1], `"k":"frame","d":"out"`) || !strings.Contains(after[2], intercept) {
+					t.Errorf("the fault event is not followed by the rewritten frame of out and its original:\n%s", cat)
+				}
+			} else {
+				lines := strings.Split(cat[:i], "\n") // the last is the fault event's own start
+				if len(lines) < 2 || !strings.Contains(lines[len(lines)-2], intercept) {
+					t.Errorf("the fault event does not follow the %s of a frame of out with its original:\n%s", c.act, cat)
+				}
 			}
 			// The agent died of the kill: its exit, when rpctap lived to
 			// see it (the client may SIGKILL rpctap first), says SIGKILL.

@@ -390,9 +390,9 @@ func faultKind(info protocol.Info, payload []byte) string {
 // --fault), in the stream's framing, and records it: the frame as the
 // other side got it, marked as 1.2 marks an intercepted frame (a changed
 // frame with icpt rewrite and its original, a dropped one as a drop with
-// its original, a duplicate as an injected copy), then a fault event with
-// the rule, so that each side's record is what it received and the
-// sender's own frame is kept. rewritten is the mark of rewrite rules (or
+// its original, a duplicate as an injected copy) and a fault event with
+// the rule (ahead of a frame sent, after a drop), so that each side's
+// record is what it received and the sender's own frame is kept. rewritten is the mark of rewrite rules (or
 // DAP renumbering) that changed the frame already, nil when none did.
 // Called with w.mu held; a delay sleeps with it held, so frames behind
 // this one in its direction wait, as on the wire.
@@ -430,6 +430,11 @@ func (w *Writer) fault(hit *rewrite.FaultHit, hdr, payload []byte, eol string, r
 	}
 	hdr, payload, rewritten = w.dapSend(hdr, payload, rewritten)
 	w.flushRun()
+	// The fault event goes ahead of the frame it changed: a parent that
+	// SIGKILLs rpctap as soon as it has read that frame (the ACP SDK
+	// example client does) would otherwise leave a cassette holding the
+	// changed frame and no word of the fault (seen in a CI run).
+	w.s.note(fev)
 	if rewritten != nil {
 		w.s.note(*rewritten) // marks the frame that follows
 	}
@@ -450,5 +455,4 @@ func (w *Writer) fault(hit *rewrite.FaultHit, hdr, payload []byte, eol string, r
 		w.appendFrame(hdr, payload, eol)
 		w.flushRun()
 	}
-	w.s.note(fev)
 }
