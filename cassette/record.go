@@ -44,7 +44,7 @@ const (
 	EventConnOpen  = "conn-open"  // socket mode: connection Conn accepted and dialled upstream
 	EventConnClose = "conn-close" // socket mode: connection Conn closed
 	EventWarning   = "warning"    // rpctap's own trouble, Msg says what
-	EventFault     = "fault"      // record --fault changed the frame before it on its way to the parent, Msg says how
+	EventFault     = "fault"      // record --fault changed a frame (format 1.2: the frame record after it; 1.1: the one before), Msg says how
 	EventIntercept = "intercept"  // format 1.2: what an intercepting tap did with the frame before it (act, held, bp, orig); see docs/intercept.md
 )
 
