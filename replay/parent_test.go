@@ -105,6 +105,10 @@ func TestParentTextAfterEOFIsNotOwed(t *testing.T) {
 	if len(res.Divergences) != 0 {
 		t.Fatalf("a cut tail after the close counted: %v", res.Divergences)
 	}
+	res = runPair(t, rec(false, false), rec(true, false), WithTimeout(300*time.Millisecond))
+	if len(res.Divergences) != 0 {
+		t.Fatalf("a cut tail the live child wrote after the close counted: %v", res.Divergences)
+	}
 	res = runPair(t, rec(false, true), rec(false, false), WithTimeout(300*time.Millisecond))
 	if len(res.Divergences) == 0 {
 		t.Fatal("text the child wrote before its stdin closed is no longer owed")
