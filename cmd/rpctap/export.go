@@ -58,7 +58,7 @@ a FIFO or a device is written directly, a symlink written through.`,
 		Flags: func(fs *pflag.FlagSet) func([]string, Stdio) error {
 			o := &exportOptions{}
 			fs.StringVar(&o.Format, "format", "", "har, trace, otlp or html (required)")
-			fs.StringVarP(&o.Output, "output", "o", "", "write to `FILE` (default: stdout)")
+			fs.StringVarP(&o.Output, "output", "o", "", "write to `FILE` (default, or -: stdout)")
 			fs.StringArrayVar(&o.Redact, "redact", nil, "also redact the values of JSON key `KEY` (repeatable)")
 			fs.BoolVar(&o.Payloads, "payloads", false, "otlp only: include request and response bodies as span attributes")
 			fs.BoolVar(&o.Send, "send", false, "otlp only, not with -o: send the spans to the endpoint OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT) names (OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf or http/json), instead of writing them")
@@ -73,6 +73,9 @@ a FIFO or a device is written directly, a symlink written through.`,
 }
 
 func runExport(o *exportOptions, path string, stdio Stdio) error {
+	if o.Output == "-" {
+		o.Output = "" // -o - is stdout, as for most tools; not a file named "-"
+	}
 	// A flag that does nothing with the format chosen is refused, not
 	// ignored: --payloads and --send are OTLP's.
 	if o.Payloads && o.Format != "otlp" && o.Format != "" {
