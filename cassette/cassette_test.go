@@ -565,3 +565,41 @@ func TestRecordTooLarge(t *testing.T) {
 		t.Fatalf("%d records, %v", len(recs), err)
 	}
 }
+
+// TestHeaderLinkRoundTrip: the deep-tap link fields (format 1.2, section
+// 4.2) are written and read back, and an id that is not JSON is written as
+// null rather than breaking the header line.
+func TestHeaderLinkRoundTrip(t *testing.T) {
+	cases := []struct {
+		in  Parent
+		req string
+	}{
+		{Parent{Cassette: "a.cassette", Request: json.RawMessage(`2`), Method: "session/new", Server: "files"}, `2`},
+		{Parent{Cassette: "b c.cassette", Request: json.RawMessage(`"x\"y"`), Method: "session/load"}, `"x\"y"`},
+		{Parent{Cassette: "c.cassette", Request: json.RawMessage(`{bad`)}, `null`},
+	}
+	for _, c := range cases {
+		path := filepath.Join(t.TempDir(), "x.cassette")
+		p := c.in
+		w, err := Create(path, Header{Protocol: "mcp", Deep: true, Parent: &p}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		r, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := r.Header()
+		r.Close()
+		if !h.Deep || h.Parent == nil {
+			t.Fatalf("header %+v: deep and parent lost", h)
+		}
+		got := *h.Parent
+		if got.Cassette != p.Cassette || string(got.Request) != c.req || got.Method != p.Method || got.Server != p.Server {
+			t.Errorf("parent %+v (request %s), want %+v (request %s)", got, got.Request, p, c.req)
+		}
+	}
+}

@@ -288,6 +288,22 @@ func appendHeader(dst []byte, h *Header) []byte {
 		dst = appendString(dst, im.Clock)
 		dst = append(dst, '}')
 	}
+	if h.Deep {
+		dst = append(dst, `,"deep":true`...)
+	}
+	if pa := h.Parent; pa != nil {
+		dst = append(dst, `,"parent":{"cassette":`...)
+		dst = appendString(dst, pa.Cassette)
+		dst = append(dst, `,"request":`...)
+		if len(pa.Request) == 0 || !json.Valid(pa.Request) {
+			dst = append(dst, "null"...)
+		} else {
+			dst = append(dst, pa.Request...)
+		}
+		dst = appendOptString(dst, "method", pa.Method)
+		dst = appendOptString(dst, "server", pa.Server)
+		dst = append(dst, '}')
+	}
 	return dst
 }
 
@@ -423,6 +439,8 @@ type wire struct {
 	Control  string            `json:"control"`
 	Portable map[string]string `json:"portable"`
 	Imported *Imported         `json:"imported"`
+	Deep     bool              `json:"deep"`
+	Parent   *Parent           `json:"parent"`
 }
 
 var errNoN = errors.New(`record has no "n"`)
@@ -450,7 +468,7 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 			Format: w.Format, Version: w.Version, Rpctap: w.Rpctap, Created: w.Created,
 			Mode: w.Mode, Protocol: w.Protocol, Argv: w.Argv, Cwd: w.Cwd,
 			Listen: w.Listen, Upstream: w.Upstream, Control: w.Control, Redacted: w.Redacted, Portable: w.Portable,
-			Imported: w.Imported,
+			Imported: w.Imported, Deep: w.Deep, Parent: w.Parent,
 		}
 		return nil
 	}

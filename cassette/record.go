@@ -73,6 +73,33 @@ type Header struct {
 	// log, says so: its frames were rebuilt from the log, not read from a
 	// wire, so they are not the bytes that were sent (format 1.2).
 	Imported *Imported `json:"imported,omitempty"`
+	// Deep, on a recording made with `record --deep` (format 1.2), says
+	// that the tap rewrote the stdio mcpServers of ACP session/new and
+	// session/load requests so that each MCP server the agent spawns is
+	// recorded too, into linked cassettes (their Parent names this one).
+	Deep bool `json:"deep,omitempty"`
+	// Parent, on a linked cassette (format 1.2), names the recording whose
+	// frame started this one: an MCP server that an ACP agent spawned from
+	// the mcpServers of a session/new or session/load request that a
+	// `record --deep` tap rewrote.
+	Parent *Parent `json:"parent,omitempty"`
+}
+
+// Parent links a cassette to the recording whose request started it
+// (record --deep). The ACP session id is only known from the response,
+// after the servers have started, so the link names the request; readers
+// resolve the session through the request's response in the parent.
+type Parent struct {
+	// Cassette is the parent cassette's file name (its base name: linked
+	// cassettes are written into the parent's directory).
+	Cassette string `json:"cassette"`
+	// Request is the id of the session/new or session/load request whose
+	// mcpServers started this recording, verbatim JSON (1, "a").
+	Request json.RawMessage `json:"request"`
+	// Method is that request's method: "session/new" or "session/load".
+	Method string `json:"method,omitempty"`
+	// Server is the name of the mcpServers entry ("name" member).
+	Server string `json:"server,omitempty"`
 }
 
 // Imported describes the log a cassette was imported from.
