@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -549,6 +550,12 @@ func TestRecordTooLarge(t *testing.T) {
 	if err := w.Append(&big); err == nil || !strings.Contains(err.Error(), "over the") {
 		t.Fatalf("oversized record: %v", err)
 	}
+	// The same for a JSON payload, which the Writer hands to the
+	// compressor directly (directPayload): refused before any of it went in.
+	bigJSON := NewLineRecord(KindFrame, DirOut, []byte(`"`+strings.Repeat("x", MaxRecord)+`"`), "\n")
+	if err := w.Append(&bigJSON); err == nil || !strings.Contains(err.Error(), "over the") {
+		t.Fatalf("oversized JSON record: %v", err)
+	}
 	small := NewLineRecord(KindFrame, DirOut, []byte(`{"ok":true}`), "\n")
 	if err := w.Append(&small); err != nil || small.N != 1 {
 		t.Fatalf("append after refusal: %v, n %d", err, small.N)
@@ -600,6 +607,69 @@ func TestHeaderLinkRoundTrip(t *testing.T) {
 		got := *h.Parent
 		if got.Cassette != p.Cassette || string(got.Request) != c.req || got.Method != p.Method || got.Server != p.Server {
 			t.Errorf("parent %+v (request %s), want %+v (request %s)", got, got.Request, p, c.req)
+		}
+	}
+}
+
+// TestLargePayloadsEachFlush: records whose JSON payload goes to the
+// compressor without a copy (directPayload and more), mixed with small ones
+// in one batch, are in the file after each Flush exactly as appended (what
+// survives kill -9 of the writer), and read back byte for byte after Close.
+func TestLargePayloadsEachFlush(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, Header{}, &Options{FrameSize: 256 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want [][]byte
+	sizes := []int{10, directPayload - 1, directPayload, 200 << 10, 30, 1 << 20, 5, directPayload + 7}
+	for i, n := range sizes {
+		p := []byte(`{"i":` + strconv.Itoa(i) + `,"s":"` + strings.Repeat(string(rune('a'+i)), n) + `"}`)
+		r := NewLineRecord(KindFrame, DirOut, p, "\n")
+		r.T = int64(i)
+		r.Method = "m"
+		if err := w.Append(&r); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, p)
+		if i%3 == 2 {
+			continue // several records in one batch
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		r2, err := NewReader(bytes.NewReader(bytes.Clone(buf.Bytes())))
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := readAll(t, r2)
+		var te *TruncatedError
+		if !errors.As(err, &te) {
+			t.Fatalf("open cassette after flush %d: %v, want a truncation", i, err)
+		}
+		if len(recs) != len(want)+1 {
+			t.Fatalf("after flush %d: %d records in the file, want %d", i, len(recs)-1, len(want))
+		}
+		for j, rec := range recs[1:] {
+			if !bytes.Equal(rec.Payload(), want[j]) || rec.Method != "m" || rec.T != int64(j) {
+				t.Fatalf("after flush %d: record %d differs", i, j+1)
+			}
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewReader(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := readAll(t, r)
+	if err != io.EOF || len(recs) != len(want)+2 {
+		t.Fatalf("%d records, %v", len(recs), err)
+	}
+	for j, p := range want {
+		if !bytes.Equal(recs[j+1].Payload(), p) {
+			t.Fatalf("record %d differs after Close", j+1)
 		}
 	}
 }

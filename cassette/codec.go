@@ -128,6 +128,20 @@ func (r Record) MarshalJSON() ([]byte, error) {
 // NewLineRecord is checked first, and kept as text or base64 if it could not
 // be embedded verbatim, so a caller can never produce a broken line.
 func (r *Record) AppendJSON(dst []byte) []byte {
+	dst, p, done := r.appendHead(dst)
+	if done {
+		return dst
+	}
+	return r.appendTail(append(dst, p...))
+}
+
+// appendHead appends the record's JSON form up to its payload: when the
+// payload is a JSON value embedded verbatim, up to and including its key,
+// and p is the payload, which goes next; otherwise p is nil. done says the
+// record is complete (a header). appendTail appends the rest. The Writer
+// hands a large p to the compressor straight from the caller's buffer
+// instead of copying it into its batch.
+func (r *Record) appendHead(dst []byte) (out, p []byte, done bool) {
 	dst = append(dst, `{"n":`...)
 	dst = strconv.AppendUint(dst, r.N, 10)
 	dst = append(dst, `,"t":`...)
@@ -139,7 +153,7 @@ func (r *Record) AppendJSON(dst []byte) []byte {
 		if h == nil {
 			h = &Header{}
 		}
-		return append(appendHeader(dst, h), '}')
+		return append(appendHeader(dst, h), '}'), nil, true
 	}
 	if r.Conn != 0 {
 		dst = appendKey(dst, "conn")
@@ -156,8 +170,7 @@ func (r *Record) AppendJSON(dst []byte) []byte {
 	switch {
 	case r.JSON != nil:
 		if r.checked || verbatimJSON(r.JSON) {
-			dst = appendKey(dst, "json")
-			dst = append(dst, r.JSON...)
+			return appendKey(dst, "json"), r.JSON, false
 		} else if utf8.Valid(r.JSON) {
 			dst = appendKey(dst, "text")
 			dst = appendString(dst, string(r.JSON))
@@ -172,6 +185,11 @@ func (r *Record) AppendJSON(dst []byte) []byte {
 		dst = appendKey(dst, "text")
 		dst = appendString(dst, r.Text)
 	}
+	return dst, nil, false
+}
+
+// appendTail appends what follows the payload (see appendHead).
+func (r *Record) appendTail(dst []byte) []byte {
 	if isLine(r.K) && r.EOL != "\n" {
 		dst = appendKey(dst, "eol")
 		dst = appendString(dst, r.EOL)

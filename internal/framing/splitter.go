@@ -78,6 +78,32 @@ func (s *Splitter) Resyncing() bool { return s.resync }
 // (Auto until enough bytes arrived).
 func (s *Splitter) Mode() Mode { return s.mode }
 
+// Detach hands the caller the buffer p lies in, when p is a line the
+// splitter assembled from several chunks in its own buffer (newline mode;
+// call it from the emit callback, for a line that is not a part): the
+// splitter lets go of that buffer and starts the next line in another one
+// (see Offer), so the caller may keep p without copying it. It returns nil,
+// and the splitter keeps its buffer, for any other p.
+func (s *Splitter) Detach(p []byte) []byte {
+	if s.mode != Lines || s.partOut || len(p) == 0 || len(s.buf) == 0 || &p[0] != &s.buf[0] {
+		return nil
+	}
+	b := s.buf
+	s.buf = nil
+	return b
+}
+
+// Offer gives the splitter an empty buffer for the lines it holds, when it
+// has none (a buffer it let go of with Detach, coming back). It reports
+// whether the splitter took it.
+func (s *Splitter) Offer(b []byte) bool {
+	if cap(s.buf) != 0 || cap(b) == 0 {
+		return false
+	}
+	s.buf = b[:0]
+	return true
+}
+
 // Pending is the number of bytes held for an incomplete message.
 func (s *Splitter) Pending() int { return len(s.buf) }
 
@@ -249,11 +275,17 @@ func (s *Splitter) emitHeld(emit Func, lastPart bool) {
 // for an exceptional message, is dropped once that message is out.
 const keepBuf = 2 << 20
 
-// grow appends data to buf, growing it by doubling from 64 KiB so that a
-// message of up to keepBuf bytes leaves a buffer the next one fits in.
+// grow appends data to buf, growing it by doubling from 64 KiB up to
+// 256 KiB and by a quarter past that, so that a message of up to keepBuf
+// bytes leaves a buffer the next one fits in, and a ~1 MiB message does
+// not leave a 2 MiB one (the sink's heap is what sets its memory).
 func (s *Splitter) grow(data []byte) {
 	if n := len(s.buf) + len(data); n > cap(s.buf) {
-		b := make([]byte, len(s.buf), max(n, 2*cap(s.buf), 64<<10))
+		next := 2 * cap(s.buf)
+		if cap(s.buf) >= 256<<10 {
+			next = cap(s.buf) + cap(s.buf)/4
+		}
+		b := make([]byte, len(s.buf), max(n, next, 64<<10))
 		copy(b, s.buf)
 		s.buf = b
 	}

@@ -462,3 +462,59 @@ func FuzzSplitterLost(f *testing.F) {
 		}
 	})
 }
+
+// TestDetachOffer: a line assembled from several chunks can be taken out of
+// the splitter (the recorder hands it to its validator without a copy); the
+// lines after it come out intact, whether the splitter got a buffer back
+// through Offer or grew a new one, and a line that lies in one chunk is
+// never detached (it is the caller's chunk, not the splitter's buffer).
+func TestDetachOffer(t *testing.T) {
+	long := strings.Repeat("x", 100<<10)
+	data := []byte("a\n" + long + "\nb\n" + long + "y\n" + "c\n")
+	for _, offer := range []bool{false, true} {
+		s := NewSplitter(Lines, 0)
+		var got []string
+		var kept [][]byte
+		var spare []byte
+		for len(data) > 0 {
+			n := min(len(data), 7<<10)
+			chunk := data[:n]
+			data = data[n:]
+			if offer && spare != nil && s.Offer(spare) {
+				spare = nil
+			}
+			s.Feed(chunk, func(_, p []byte, eol string, part bool) {
+				if part || eol != "\n" {
+					t.Fatalf("unexpected part or ending %q", eol)
+				}
+				got = append(got, string(p))
+				b := s.Detach(p)
+				if len(p) < 7<<10 {
+					if b != nil {
+						t.Fatalf("line %q in one chunk was detached", p)
+					}
+					return
+				}
+				if b == nil || &b[0] != &p[0] {
+					t.Fatalf("line of %d bytes assembled by the splitter was not detached", len(p))
+				}
+				kept = append(kept, b[:len(p)])
+				spare = b[:0]
+			})
+		}
+		data = []byte("a\n" + long + "\nb\n" + long + "y\n" + "c\n")
+		want := []string{"a", long, "b", long + "y", "c"}
+		if strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Fatalf("offer=%v: lines %d, want %d (or contents differ)", offer, len(got), len(want))
+		}
+		if len(kept) != 2 {
+			t.Fatalf("offer=%v: %d lines detached, want 2", offer, len(kept))
+		}
+		if !offer && string(kept[0]) != long {
+			t.Fatalf("a detached line was overwritten by the lines after it")
+		}
+		if s.Offer(nil) {
+			t.Fatal("Offer took an empty buffer")
+		}
+	}
+}

@@ -20,10 +20,12 @@ const (
 	// many payload bytes were written since the last flush.
 	batchBytes = 64 << 10
 	// queueLen: chunks waiting for the writer goroutine. With the tap's
-	// 64 KiB reads this bounds queued data to about 2 MiB (the sink's pipes
-	// hold up to 1 MiB per stream more, outside the process). 64 measured
-	// no faster on bench/wire's agent mix.
-	queueLen = 32
+	// 64 KiB reads this bounds queued data to about 512 KiB (the sink's
+	// pipes hold up to 1 MiB per stream more, outside the process, in
+	// kernel memory that is not the sink's RSS). 64 measured no faster on
+	// bench/wire's agent mix than 32, and 32 held 2.7 MB of the sink's
+	// 12 MB live heap at its peak.
+	queueLen = 8
 	// maxHoldChunks and maxHoldBytes bound the reorder hold: chunks that
 	// arrived before a chunk with a smaller Seq. Past either bound the hold
 	// gives up waiting for the missing Seq and writes what it holds in Seq
@@ -140,6 +142,7 @@ type Recorder struct {
 	valQ    chan *valJob             // writer goroutine -> validator goroutine (see jobs)
 	jobs    sync.Pool                // *valJob: boxes for valQ
 	kick    chan struct{}            // lossy drops waiting in gaps
+	hurry   chan struct{}            // the hold is waiting for a chunk: the sink's pipe readers cut their gathering pause short
 	done    chan struct{}            // closed when the writer goroutine returned
 	maxSeq  atomic.Uint64            // highest Seq handed to Observe
 	failed  atomic.Bool              // the cassette Writer failed: drop everything
@@ -279,6 +282,7 @@ func New(w Writer, opts ...Option) *Recorder {
 		results:    make(chan validationResult, 16),
 		valQ:       make(chan *valJob, valQLen),
 		kick:       make(chan struct{}, 1),
+		hurry:      make(chan struct{}, 3),
 		valBig:     make(chan []byte, 1),
 		done:       make(chan struct{}),
 		next:       1,
@@ -555,8 +559,26 @@ func (r *Recorder) take(it item) bool {
 		r.hold.push(it)
 		r.holdBytes += len(it.data)
 		r.releaseHeld()
+		if len(r.hold) > 0 {
+			r.hurryReaders()
+		}
 	}
 	return false
+}
+
+// hurryReaders wakes the sink's pipe readers from their gathering pause
+// (drainReader.pause): the chunk the hold waits for is in the pipe of one
+// of them, and every chunk held meanwhile is memory (on the agent mix, a
+// 900 KB prompt read while the other pipe's reader slept held up to 4 MB).
+// A token left over makes one later pause short, nothing more.
+func (r *Recorder) hurryReaders() {
+	for range cap(r.hurry) {
+		select {
+		case r.hurry <- struct{}{}:
+		default:
+			return
+		}
+	}
 }
 
 func (r *Recorder) takeGaps() {
@@ -698,6 +720,19 @@ func (r *Recorder) write(it *item) {
 			data = data[n:]
 			if !sp.Resyncing() {
 				r.skippedGap(conn, cs, stream, t)
+			}
+		}
+		if len(data) > 0 && data[len(data)-1] != '\n' && sp.Pending() == 0 {
+			// A line goes on past this chunk: the splitter will hold
+			// it; let it start in the large buffer the validator gave
+			// back, if there is one (see line: big lines travel from
+			// the splitter to the validator and back without a copy).
+			select {
+			case b := <-r.valBig:
+				if !sp.Offer(b) {
+					r.putBig(b)
+				}
+			default:
 			}
 		}
 		sp.Feed(data, func(h, p []byte, eol string, part bool) {

@@ -176,7 +176,20 @@ func (r *Recorder) line(conn int, stream tap.Stream, t int64, hdr, payload []byt
 		// The validator's Session gets the protocol's own classification
 		// (before the response-method fill-in) when the frame is valid
 		// JSON, so it neither checks the syntax nor classifies again.
-		frame, buf := r.valCopy(payload)
+		var frame []byte
+		var buf *[]byte
+		if len(payload) > valBufMax {
+			// A large line assembled from several chunks: the
+			// validator takes the splitter's buffer instead of a copy
+			// of it (valFree hands it back through valBig).
+			frame = cs.split[stream%3].Detach(payload)
+			if frame != nil {
+				frame = frame[:len(payload)]
+			}
+		}
+		if frame == nil {
+			frame, buf = r.valCopy(payload)
+		}
 		j := valJob{conn: conn, n: r.rec.N, dir: dir, frame: frame, buf: buf, valid: verbatim,
 			info: r.rawInfo, hasInfo: verbatim && r.rawInfoOK, hdr: jobHdr, partial: partial}
 		if j.hasInfo {
@@ -720,12 +733,17 @@ func (r *Recorder) valFree(j valJob) {
 		return
 	}
 	if c := cap(j.frame); c > valBufMax && c <= keepBigFrame {
-		// One large copy is kept for the next large frame (agent
+		// One large buffer is kept for the next large frame (agent
 		// sessions send ~1 MiB frames again and again).
-		select {
-		case r.valBig <- j.frame:
-		default:
-		}
+		r.putBig(j.frame)
+	}
+}
+
+// putBig keeps b as the spare large buffer unless there is one already.
+func (r *Recorder) putBig(b []byte) {
+	select {
+	case r.valBig <- b[:0]:
+	default:
 	}
 }
 
