@@ -35,8 +35,8 @@ func TestProcessSettings(t *testing.T) {
 	}
 	debug.SetMemoryLimit(1 << 40)
 	tuneSink()
-	if l := debug.SetMemoryLimit(-1); l != 19<<20 {
-		t.Errorf("sink memory limit %d, want 19 MiB", l)
+	if l := debug.SetMemoryLimit(-1); l != sinkMemLimit {
+		t.Errorf("sink memory limit %d, want %d", l, sinkMemLimit)
 	}
 	tuneReplay()
 	if g := debug.SetGCPercent(-1); g != 400 {

@@ -420,7 +420,7 @@ func runSink(ctl io.ReadCloser, data [3]*os.File, statusF io.WriteCloser) (code 
 		go func() {
 			defer wg.Done()
 			d := &drainReader{r: f}
-			sinkReader(rec, bufio.NewReaderSize(d, tap.ChunkSize), d, gate)
+			sinkReader(rec, bufio.NewReaderSize(d, dataReadBuf), d, gate)
 		}()
 	}
 	wg.Wait()
@@ -665,3 +665,11 @@ func sinkReader(rec *Recorder, r *bufio.Reader, pipe *drainReader, gate *eventGa
 		}
 	}
 }
+
+// dataReadBuf is the read buffer of each data pipe of the sink. A chunk's
+// payload that does not fit in it is read straight into the chunk's own
+// buffer, so with a small buffer only the header and the first few KiB of a
+// bulk chunk are copied twice (kernel -> buffer -> chunk); with the tap's
+// 64 KiB it was nearly all of them. Small messages still come many to a
+// read system call.
+const dataReadBuf = 4 << 10
