@@ -229,39 +229,13 @@ func (rp *report) issue23Table(b *strings.Builder) {
 		p("| idle tap / idle sink peak RSS (`record -- cat`) | %.1f / %.1f MiB | %s | %s / %s | – |\n", mib(f.TapKiB), mib(f.SinkKiB), catIdle, ratio(f.TapKiB, f.CatKiB), ratio(f.SinkKiB, f.CatKiB))
 	}
 	for _, w := range []string{"mix", "mixstream"} {
-		if len(rp.bySetup(w, "record")) == 0 {
-			continue
-		}
-		main := rp.over(w, "record", func(m meas) float64 { return mib(m.MainHWM) })
-		sink := rp.over(w, "record", func(m meas) float64 { return mib(m.SinkHWM) })
-		cat := rp.over(w, "cat", func(m meas) float64 { return mib(m.MainHWM) })
-		p("| %s: tap peak RSS recording at full speed | %s MiB | both cats %s MiB | %s | ≤ 8 MiB |\n", w, main.fmt(1), cat.fmt(1),
-			rp.paired(w, "record", "cat", func(m, c meas) float64 { return float64(m.MainHWM) / float64(c.MainHWM) }).fmt(2))
-		p("| %s: sink peak RSS, same sessions | %s MiB | | | ≤ 16 MiB |\n", w, sink.fmt(1))
-		inv := func(s spread) spread { return spread{Med: 1 / s.Med, Min: 1 / s.Max, Max: 1 / s.Min} }
-		z := rp.cpuVsZstd(w, "record")
-		p("| %s: rpctap's CPU (tap + sink, child's subtracted) ÷ one-core zstd -1's on the same bytes | %s s/GiB | cat %s s/GiB | %s | ≤ 3 |\n", w,
-			rp.over(w, "record", cpuPerGiB).fmt(2), rp.over(w, "cat", cpuPerGiB).fmt(2), inv(z).fmt(2))
-		zs := rp.zstd[w]
-		cz := rp.over(w, "record", func(m meas) float64 {
-			if m.Rep < 0 || m.Rep >= len(zs) || m.Cassette < 0 || zs[m.Rep].StreamRatio == 0 {
-				return math.NaN()
-			}
-			return float64(m.Cassette) / float64(m.Res.Raw) / zs[m.Rep].StreamRatio
-		})
-		p("| %s: cassette ÷ zstd -1 of the raw bytes of both directions | %s of raw | | %s | ≤ 1.0 |\n", w,
-			rp.over(w, "record", func(m meas) float64 { return float64(m.Cassette) / float64(m.Res.Raw) }).fmt(3), cz.fmt(3))
-		kept, n, findings := 0, 0, 0
-		for _, m := range rp.bySetup(w, "record") {
-			if m.Val.Read {
-				n++
-				findings += m.Val.Findings
-				if m.Val.Stopped == 0 {
-					kept++
-				}
+		// With --alt, the candidate's figures follow the checkout's, from
+		// the same repetitions.
+		for _, su := range []string{"record", "record-alt"} {
+			if len(rp.bySetup(w, su)) > 0 {
+				rp.issue23Rows(b, w, su)
 			}
 		}
-		p("| %s: validation kept up (no `recorder.validation-stopped`) | %d of %d sessions; %d findings stored | | | every session, 0 findings (a valid session) |\n", w, kept, n, findings)
 	}
 	if f.CheckNs > 0 {
 		p("| `diff` of the kept agent-mix cassette with itself ÷ `check` of it, CPU | %.2f s | check %.2f s (%s) | %.2f | ≤ 2 |\n",
@@ -301,3 +275,44 @@ func (rp *report) issue23Table(b *strings.Builder) {
 }
 
 func cpuPerGiB(m meas) float64 { return float64(m.CPUNs) / 1e9 / (float64(m.Res.Raw) / (1 << 30)) }
+
+// issue23Rows writes the rows of workload w measured on set-up su (record,
+// or record-alt for the candidate of --alt).
+func (rp *report) issue23Rows(b *strings.Builder, w, su string) {
+	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	label := w
+	if su != "record" {
+		label = w + " (" + su + ")"
+	}
+
+	main := rp.over(w, su, func(m meas) float64 { return mib(m.MainHWM) })
+	sink := rp.over(w, su, func(m meas) float64 { return mib(m.SinkHWM) })
+	cat := rp.over(w, "cat", func(m meas) float64 { return mib(m.MainHWM) })
+	p("| %s: tap peak RSS recording at full speed | %s MiB | both cats %s MiB | %s | ≤ 8 MiB |\n", label, main.fmt(1), cat.fmt(1),
+		rp.paired(w, su, "cat", func(m, c meas) float64 { return float64(m.MainHWM) / float64(c.MainHWM) }).fmt(2))
+	p("| %s: sink peak RSS, same sessions | %s MiB | | | ≤ 16 MiB |\n", label, sink.fmt(1))
+	inv := func(s spread) spread { return spread{Med: 1 / s.Med, Min: 1 / s.Max, Max: 1 / s.Min} }
+	z := rp.cpuVsZstd(w, su)
+	p("| %s: rpctap's CPU (tap + sink, child's subtracted) ÷ one-core zstd -1's on the same bytes | %s s/GiB | cat %s s/GiB | %s | ≤ 3 |\n", label,
+		rp.over(w, su, cpuPerGiB).fmt(2), rp.over(w, "cat", cpuPerGiB).fmt(2), inv(z).fmt(2))
+	zs := rp.zstd[w]
+	cz := rp.over(w, su, func(m meas) float64 {
+		if m.Rep < 0 || m.Rep >= len(zs) || m.Cassette < 0 || zs[m.Rep].StreamRatio == 0 {
+			return math.NaN()
+		}
+		return float64(m.Cassette) / float64(m.Res.Raw) / zs[m.Rep].StreamRatio
+	})
+	p("| %s: cassette ÷ zstd -1 of the raw bytes of both directions | %s of raw | | %s | ≤ 1.0 |\n", label,
+		rp.over(w, su, func(m meas) float64 { return float64(m.Cassette) / float64(m.Res.Raw) }).fmt(3), cz.fmt(3))
+	kept, n, findings := 0, 0, 0
+	for _, m := range rp.bySetup(w, su) {
+		if m.Val.Read {
+			n++
+			findings += m.Val.Findings
+			if m.Val.Stopped == 0 {
+				kept++
+			}
+		}
+	}
+	p("| %s: validation kept up (no `recorder.validation-stopped`) | %d of %d sessions; %d findings stored | | | every session, 0 findings (a valid session) |\n", label, kept, n, findings)
+}
