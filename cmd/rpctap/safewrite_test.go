@@ -618,3 +618,42 @@ func TestKilledDemoLeavesTarget(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestShrinkTermEndsTestCommand: SIGTERM to shrink alone (a CI timeout,
+// kill PID) also ends the test command it is running, with everything that
+// command started, instead of leaving it to run on after shrink is gone.
+func TestShrinkTermEndsTestCommand(t *testing.T) {
+	t.Parallel()
+	rp := rpctapPath(t)
+	dir := t.TempDir()
+	demo := demoCassette(t, dir)
+	started := filepath.Join(dir, "started")
+	marker := filepath.Join(dir, "still-running")
+	// The first run (the preflight on the whole cassette) says it started,
+	// then a grandchild outlives a plain kill of sh unless its group ends.
+	test := `touch ` + started + `; (sleep 2; touch ` + marker + `) & wait`
+	cmd := exec.Command(rp, "shrink", "-o", filepath.Join(dir, "min.cassette"), "--test", test, demo)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		if _, err := os.Stat(started); err == nil {
+			break
+		}
+		if i == 100 {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatal("the test command never ran")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
+		t.Fatalf("shrink did not die of SIGTERM: %v", cmd.ProcessState)
+	}
+	time.Sleep(2500 * time.Millisecond)
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the test command's child ran on after shrink was terminated")
+	}
+}
