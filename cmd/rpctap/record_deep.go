@@ -47,20 +47,26 @@ func (o *recordOptions) checkDeep() error {
 		return nil
 	}
 	if o.Listen != "" {
-		return Usagef("record: --deep is for stdio recordings of an ACP agent")
+		return deepRefusef("record: --deep is for stdio recordings of an ACP agent")
 	}
 	if o.Protocol != "" && o.Protocol != "acp" {
-		return Usagef("record: --deep is for ACP agents (it rewrites session/new's mcpServers); --protocol is %s", o.Protocol)
+		return deepRefusef("record: --deep is for ACP agents (it rewrites session/new's mcpServers); --protocol is %s", o.Protocol)
 	}
 	if o.Output != "" {
 		if o.Output == "-" {
-			return Usagef("record: --deep needs a cassette file in a directory (the linked recordings go beside it), not -o -")
+			return deepRefusef("record: --deep needs a cassette file in a directory (the linked recordings go beside it), not -o -")
 		}
 		if st, err := os.Stat(o.Output); err == nil && !st.Mode().IsRegular() {
-			return Usagef("record: --deep needs a cassette file in a directory (the linked recordings go beside it); -o %s is not a regular file", o.Output)
+			return deepRefusef("record: --deep needs a cassette file in a directory (the linked recordings go beside it); -o %s is not a regular file", o.Output)
 		}
 	}
 	return nil
+}
+
+// deepRefusef is a usage error (exit 2) of one line: the message says what
+// --deep needs, so no help hint follows.
+func deepRefusef(format string, a ...any) error {
+	return &ExitError{Code: ExitUsage, Err: fmt.Errorf(format, a...), NoHint: true}
 }
 
 // deepRule is the rewrite rule of --deep for a recording into path: the
