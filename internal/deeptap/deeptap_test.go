@@ -31,7 +31,7 @@ func TestRewrite(t *testing.T) {
 	const self = `"/opt/rpctap/bin/rpctap"`
 	cases := []struct {
 		name, in, want string // want "" : not applicable, frame unchanged
-		servers            []string
+		servers        []string
 	}{
 		{
 			name:    "session/new, one stdio entry, name env and _meta kept",
