@@ -93,6 +93,18 @@ Secrets (token, secret, password, api_key, apiKey, authorization,
 session_token, environment values) are redacted in the cassette by default;
 the live session is never altered.
 
+Linked recordings (--deep, ACP agents): the tap rewrites each stdio entry
+of mcpServers in session/new, session/load, session/fork and
+session/resume so that the agent starts that MCP server under this rpctap:
+  rpctap record --dir DIR --parent-cassette NAME --parent-request ID
+    --parent-method METHOD --parent-server SERVER [--redact K | --no-redact]
+    -- COMMAND ARGS...
+DIR is this cassette's directory and NAME its file name; each server's
+cassette names it in its header (parent). This cassette's header has
+deep: true and keeps the request as the agent got it and, in the intercept
+event after it, as the client sent it. HTTP/SSE entries and entries that
+run under rpctap record already are left alone. See docs/deep.md.
+
 Socket mode (--listen/--upstream): rpctap listens on a Unix socket and, for
 each connection, dials the real socket and records both directions ("in" is
 client to upstream, "out" upstream to client) as connection 1, 2, ... It
@@ -116,6 +128,9 @@ missing command, 126 if CMD cannot be executed, 127 if it is not found.`,
   # the cassette says so in a fault event
   rpctap record -o fail.cassette --fault 'error method=tools/list' -- my-mcp-server
   rpctap record -o crash.cassette --fault 'kill frame=3' -- my-agent --acp
+
+  # An ACP agent and every stdio MCP server the editor hands it, linked
+  rpctap record --deep --dir /tmp/tapes -- my-agent --acp
 
   # A Unix-socket protocol: point the client at /tmp/s.sock
   rpctap record --listen /tmp/s.sock --upstream /run/agent.sock`,

@@ -61,6 +61,12 @@ var ErrNotApplicable = errors.New("deeptap: nothing to wrap")
 // entries it wrapped; ErrNotApplicable (and frame) when there is none.
 // frame is one JSON text (a line without its ending, or a body).
 func (o *Options) Rewrite(frame []byte) ([]byte, []Server, error) {
+	// Most frames (session/update, tools, fs) are not for us: a byte
+	// search says so without parsing. A key spelled with escapes
+	// ("mcp\u0053ervers") has a backslash-u and takes the long way.
+	if !bytes.Contains(frame, []byte("mcpServers")) && !bytes.Contains(frame, []byte(`\u`)) {
+		return frame, nil, ErrNotApplicable
+	}
 	if !json.Valid(frame) {
 		return frame, nil, ErrNotApplicable
 	}

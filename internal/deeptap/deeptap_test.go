@@ -64,6 +64,12 @@ func TestRewrite(t *testing.T) {
 			servers: []string{"r"},
 		},
 		{
+			name:    "a key spelled with escapes (no plain \"mcpServers\" in the frame)",
+			in:      `{"jsonrpc":"2.0","id":9,"method":"session/new","params":{"cwd":"/","mcp\u0053ervers":[{"name":"e","command":"E","args":[],"env":[]}]}}`,
+			want:    `{"jsonrpc":"2.0","id":9,"method":"session/new","params":{"cwd":"/","mcp\u0053ervers":[{"name":"e","command":` + self + `,"args":[` + prefix("9", "session/new", "e") + `"E"],"env":[]}]}}`,
+			servers: []string{"e"},
+		},
+		{
 			name: "an entry wrapped already is not wrapped twice",
 			in:   `{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/","mcpServers":[{"name":"w","command":"/usr/bin/rpctap","args":["record","--dir","/x","--","srv"],"env":[]}]}}`,
 		},
