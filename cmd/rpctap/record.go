@@ -240,7 +240,7 @@ func runRecord(o *recordOptions, args []string, stdio Stdio) error {
 	} else if err != nil {
 		return &ExitError{Code: ExitInternal, Err: fmt.Errorf("record: %v; nothing was started (choose another place with -o, --dir or RPCTAP_DIR)", err)}
 	}
-	if o.deep.Deep {
+	if o.deep.Deep && path != "" {
 		r, err := o.deepRule(path)
 		if err != nil {
 			return &ExitError{Code: ExitInternal, Err: fmt.Errorf("record: --deep: %v", err)}
