@@ -202,6 +202,17 @@ var recordValueFlags = map[string]bool{
 	"-o": true, "--output": true, "--dir": true, "--protocol": true, "--schema": true,
 	"--redact": true, "--framing": true, "--grace": true, "--listen": true,
 	"--upstream": true, "--fault": true, "--faults": true, "--rewrite": true,
+	"--parent-cassette": true, "--parent-request": true, "--parent-method": true, "--parent-server": true,
+}
+
+// Recognise returns how the command line command args runs under rpctap
+// record, or nil when it does not. record --deep (package deeptap) asks it
+// so that an ACP mcpServers entry wrapped already (by wrap, by hand or by
+// a deep tap further up) is not wrapped twice.
+func Recognise(command string, args []string) *Wrapped {
+	e := Entry{Command: command, Args: args}
+	e.recognise()
+	return e.Wrapped
 }
 
 // recognise fills e.Wrapped when the entry runs under rpctap record.
