@@ -11,6 +11,7 @@ import (
 
 	"github.com/rpctap/rpctap/cassette"
 	"github.com/rpctap/rpctap/internal/testpeers"
+	"github.com/tailscale/hujson"
 )
 
 // deepCassette is one cassette of a deep recording, read whole.
@@ -270,4 +271,91 @@ func TestRecordDeepBrokenDir(t *testing.T) {
 	if h.Parent == nil || h.Parent.Cassette != "p.cassette" || string(h.Parent.Request) != `"x"` || h.Parent.Method != "session/load" || h.Parent.Server != "s" {
 		t.Errorf("header parent %+v", h.Parent)
 	}
+}
+
+// TestWrapDeepRecords: `rpctap wrap zed --deep` turns a Zed ACP agent entry
+// into one that records with --deep, and that entry's command line, as
+// written in the config, gives one deep ACP cassette and one linked MCP
+// cassette per server the client hands the agent (the real ACP and MCP Go
+// SDK peers of TestRecordDeep).
+func TestWrapDeepRecords(t *testing.T) {
+	t.Parallel()
+	client := testpeers.Tool(t, "deepclient")
+	agent := testpeers.Tool(t, "deepagent")
+	server := testpeers.Tool(t, "mcpserver")
+	_, project, env := wrapEnv(t)
+	cfg := filepath.Join(project, "settings.json")
+	src := `{
+  // my agent
+  "agent_servers": {
+    "deep": {"type": "custom", "command": ` + strconvQuote(agent) + `, "args": []},
+  },
+}
+`
+	if err := os.WriteFile(cfg, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tapes := filepath.Join(t.TempDir(), "tapes")
+	out, errs, code := runRpctap(t, project, env, "wrap", "--config", cfg, "--deep", "--dir", tapes)
+	if code != 0 || !strings.Contains(out, "wrapped          deep (agent_servers)") {
+		t.Fatalf("wrap --deep: exit %d\n%s%s", code, out, errs)
+	}
+	b, _ := os.ReadFile(cfg)
+	var line []string
+	var parsed struct {
+		AgentServers map[string]struct {
+			Command string   `json:"command"`
+			Args    []string `json:"args"`
+		} `json:"agent_servers"`
+	}
+	std, err := hujsonStandard(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(std, &parsed); err != nil {
+		t.Fatal(err)
+	}
+	e := parsed.AgentServers["deep"]
+	line = append([]string{e.Command}, e.Args...)
+	if !reflect.DeepEqual(e.Args[:4], []string{"record", "--dir", tapes, "--deep"}) {
+		t.Fatalf("the wrapped entry runs %q", line)
+	}
+	r := run(t, project, "", append([]string{client, "-server", server, "-n", "2", "--"}, line...)...)
+	if r.code != 0 || !strings.Contains(r.stdout, "stop end_turn") {
+		t.Fatalf("the client through the wrapped entry: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	ents, _ := filepath.Glob(filepath.Join(tapes, "*.cassette"))
+	var deep, linked int
+	for _, p := range ents {
+		testpeers.WaitFinished(t, line[0], p, 30e9)
+		h := readDeepCassette(t, p).h
+		switch {
+		case h.Deep:
+			deep++
+		case h.Parent != nil:
+			linked++
+		}
+	}
+	if deep != 1 || linked != 2 {
+		t.Fatalf("%d deep and %d linked cassettes in %s, want 1 and 2: %v", deep, linked, tapes, ents)
+	}
+	out, errs, code = runRpctap(t, project, env, "unwrap", "--config", cfg)
+	if b, _ := os.ReadFile(cfg); code != 0 || string(b) != src {
+		t.Errorf("unwrap: exit %d, original back: %v\n%s%s", code, string(b) == src, out, errs)
+	}
+}
+
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// hujsonStandard strips a JSONC file's comments and trailing commas.
+func hujsonStandard(b []byte) ([]byte, error) {
+	v, err := hujson.Parse(b)
+	if err != nil {
+		return nil, err
+	}
+	v.Standardize()
+	return v.Pack(), nil
 }
