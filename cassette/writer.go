@@ -51,7 +51,7 @@ func (o *Options) withDefaults() Options {
 
 // encoderLevel is the Writer's zstd level (docs/cassette-format.md, "Level,
 // window and frame size").
-var encoderLevel = zstd.SpeedFastest
+const encoderLevel = zstd.SpeedFastest
 
 // ErrClosed is returned by a Writer's methods after Close.
 var ErrClosed = errors.New("cassette writer is closed")

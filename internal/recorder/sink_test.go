@@ -580,3 +580,62 @@ func TestGatherPause(t *testing.T) {
 		t.Errorf("pauses %v (light) and %v (busy): the busy one must be the shorter, and neither long", gatherDelay, gatherBusy)
 	}
 }
+
+// TestHoldHurriesReaders: a chunk that arrives before one with a smaller Seq
+// is held, and the hold wakes the sink's pipe readers from their gathering
+// pause (the missing chunk is in one of their pipes; every chunk held
+// meanwhile is memory). A woken pause returns at once; a pause nobody wakes
+// lasts its time.
+func TestHoldHurriesReaders(t *testing.T) {
+	var file bytes.Buffer
+	w, err := cassette.NewWriter(&file, cassette.Header{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := New(w, WithProtocol("acp", true), WithWarn(func(m string) { t.Error(m) }))
+	r.Observe(tap.Chunk{Stream: tap.Stdout, Seq: 2, T: 2, Data: []byte("{\"jsonrpc\":\"2.0\",\"method\":\"b\"}\n")})
+	deadline := time.Now().Add(10 * time.Second)
+	for len(r.hurry) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("a held chunk did not hurry the pipe readers")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	const long = 10 * time.Second
+	saved := gatherDelay
+	gatherDelay = long
+	defer func() { gatherDelay = saved }()
+	d := &drainReader{}
+	start := time.Now()
+	d.pause(r.hurry) // a token is waiting: returns at once
+	if el := time.Since(start); el > long/2 {
+		t.Fatalf("a hurried pause took %v", el)
+	}
+	gatherDelay = 20 * time.Millisecond
+	start = time.Now()
+	d.pause(make(chan struct{}))
+	if el := time.Since(start); el < gatherDelay {
+		t.Fatalf("an unhurried pause took %v, want %v", el, gatherDelay)
+	}
+	r.Observe(tap.Chunk{Stream: tap.Stdout, Seq: 1, T: 1, Data: []byte("{\"jsonrpc\":\"2.0\",\"method\":\"a\"}\n")})
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cr, err := cassette.NewReader(bytes.NewReader(file.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var methods []string
+	for {
+		rec, err := cr.Next()
+		if err != nil {
+			break
+		}
+		if rec.K == cassette.KindFrame {
+			methods = append(methods, rec.Method)
+		}
+	}
+	if strings.Join(methods, ",") != "a,b" {
+		t.Fatalf("frames %v, want a,b (in Seq order)", methods)
+	}
+}
