@@ -135,7 +135,9 @@ func Write(dir string, o Options) (Set, error) {
 // write writes one cassette whose created is offset ms after Start; rec
 // times are in the parent's ms and are converted.
 func write(path string, h cassette.Header, offset int64, recs []rec, end int64) error {
-	w, err := cassette.Create(path, h, nil)
+	// Small batches and frames, as a recorder flushing a slow session
+	// writes them: a cut leaves whole frames before it.
+	w, err := cassette.Create(path, h, &cassette.Options{BatchSize: 200, FrameSize: 400})
 	if err != nil {
 		return err
 	}
