@@ -36,6 +36,7 @@ type linkPart struct {
 	src    *IndexSource
 	name   string       // its file name
 	child  linked.Child // zero for the parent
+	server string       // its name on the timeline (the child's server, numbered when two share it)
 	link   linked.Link
 	merged uint64 // records placed in runs
 	conn   int    // the connection its records get (pairing is per connection)
@@ -104,7 +105,19 @@ func (s *LinkedSource) addChild(k linked.Child) {
 		s.openErrs = append(s.openErrs, fmt.Sprintf("%s: %v", filepath.Base(k.Path), err))
 		return
 	}
-	s.parts = append(s.parts, &linkPart{src: src, name: filepath.Base(k.Path), child: k, conn: -len(s.parts)})
+	p := &linkPart{src: src, name: filepath.Base(k.Path), child: k, conn: -len(s.parts), server: k.Server()}
+	// Two cassettes that claim the same server (the same request spawned
+	// two of that name, or a copy): told apart by a number.
+	same := 1
+	for _, q := range s.parts[1:] {
+		if q.child.Server() == p.server {
+			same++
+		}
+	}
+	if same > 1 {
+		p.server = fmt.Sprintf("%s#%d", p.server, same)
+	}
+	s.parts = append(s.parts, p)
 }
 
 // Linked lists the linked cassettes' server names, in the order found.
@@ -115,7 +128,7 @@ func (s *LinkedSource) Linked() []string {
 	defer s.mu.Unlock()
 	var out []string
 	for _, p := range s.parts[1:] {
-		out = append(out, p.child.Server())
+		out = append(out, p.server)
 	}
 	return out
 }
@@ -263,6 +276,9 @@ func (s *LinkedSource) Records(from, n int) ([]cassette.Record, error) {
 			out = append(out, r)
 		}
 		if err != nil {
+			if rn.part != 0 {
+				err = fmt.Errorf("linked %s: %w", p.server, err)
+			}
 			return out, err
 		}
 		if len(recs) < want {
@@ -282,7 +298,7 @@ func (s *LinkedSource) Origin(pos int, r *cassette.Record) Origin {
 		return Origin{}
 	}
 	p := s.parts[s.runs[i].part]
-	o := Origin{Server: p.child.Server(), File: filepath.Base(p.child.Path), Protocol: p.child.Header.Protocol}
+	o := Origin{Server: p.server, File: filepath.Base(p.child.Path), Protocol: p.child.Header.Protocol}
 	if r != nil && r.K == cassette.KindFrame {
 		if tc := s.m.Enclosing(p.link.Session, r.T); tc != nil {
 			o.Tool, o.Title = tc.ID, tc.Title
@@ -336,7 +352,7 @@ func (s *LinkedSource) Truncated() string {
 	}
 	for _, p := range s.parts[1:] {
 		if t := p.src.Truncated(); t != "" {
-			return "linked " + p.child.Server() + ": " + t
+			return "linked " + p.server + ": " + t
 		}
 	}
 	if len(s.openErrs) > 0 {

@@ -91,7 +91,7 @@ func TestLinkedOneTimeline(t *testing.T) {
 		h.keys("<down>")
 	}
 	h.keys("<enter>")
-	if got := h.screen(); !strings.Contains(got, "from files in tool call call_1") {
+	if got := h.screen(); !strings.Contains(got, "from files (20261126T180000Z-files.cassette) in tool call call_1") {
 		t.Errorf("the detail does not say where the frame comes from:\n%s", got)
 	}
 }

@@ -37,7 +37,7 @@ func RenderDetail(r *cassette.Record, row Row, viols []cassette.Record, color bo
 		}
 		head += "  " + FormatSize(row.Size)
 		if row.Origin != "" {
-			head += "  from " + row.Origin
+			head += "  from " + row.Origin + " (" + row.File + ")"
 			if row.Tool != "" {
 				head += " in tool call " + row.Tool
 			}

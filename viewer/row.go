@@ -34,6 +34,7 @@ type Row struct {
 	// from ("" for the cassette opened), and Tool the id of the parent's
 	// tool call that encloses it in time (LinkedSource).
 	Origin string
+	File   string // the linked cassette's file name
 	Tool   string
 
 	Paired     bool

@@ -292,7 +292,7 @@ func (s *Store) summarize(proto string, r *cassette.Record, prevT int64) Row {
 		proto = from.Protocol
 	}
 	row := Summarize(proto, r, prevT)
-	row.Origin, row.Tool = from.Server, from.Tool
+	row.Origin, row.File, row.Tool = from.Server, from.File, from.Tool
 	return row
 }
 

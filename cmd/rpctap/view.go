@@ -205,11 +205,18 @@ func viewOne(path string, o *viewOptions, w, h int, fromPicker bool, stdio Stdio
 	if !o.Alone {
 		if links = viewer.Link(path, src); links != nil {
 			defer links.Close()
-			source, ended, tailErr = links, links.Ended(), links.TailError()
+			// Followed while the parent records: a linked cassette cut
+			// off (its recorder killed) under an ended parent is said so
+			// in the title, not taken for a recording in progress.
+			source, tailErr = links, links.TailError()
 			if l := links.Linked(); len(l) > 0 {
 				name += " + linked " + strings.Join(l, ", ")
 			}
 		}
+	}
+	if lp := src.X.Header().Parent; lp != nil {
+		// A linked cassette viewed alone says whose it is.
+		name += fmt.Sprintf(" (%s, linked from %s)", lp.Server, lp.Cassette)
 	}
 	store := viewer.NewStore(source)
 	follow := o.Follow || (!ended && tailErr == nil)
