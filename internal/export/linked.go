@@ -50,12 +50,17 @@ func RunLinked(path string, w *OTLP, o Options, progress func(Progress)) (Report
 		rep, err := RunReport(path, w, o, progress)
 		return rep, nil, err
 	}
-	m, err := linked.Scan(path)
+	// The parent's sessions and tool calls are learnt in the pass that
+	// exports it: the linked spans come after.
+	h, err := linked.ReadHeader(path)
 	if err != nil {
 		return Report{}, nil, err
 	}
+	m := linked.NewMap(h)
+	po := o
+	po.observe = m.Add
 	w.more = true
-	rep, err := RunReport(path, w, o, progress)
+	rep, err := RunReport(path, w, po, progress)
 	if err != nil {
 		w.more = false
 		return rep, nil, err

@@ -169,6 +169,9 @@ func compactID(id []byte) string {
 	return b.String()
 }
 
+// toolCallMark is in every tool_call and tool_call_update update.
+var toolCallMark = []byte(`"tool_call`)
+
 // Add feeds the parent's next record.
 func (m *Map) Add(r *cassette.Record) {
 	if r.K != cassette.KindFrame || r.JSON == nil || r.Part {
@@ -205,6 +208,9 @@ func (m *Map) Add(r *cassette.Record) {
 			}
 		}
 	case kind == "notification" && r.D == cassette.DirOut && method == "session/update":
+		if !bytes.Contains(r.JSON, toolCallMark) {
+			return // most updates are streamed chunks: not parsed
+		}
 		f := protocol.CallFactsOf("acp", method, r.JSON)
 		u := f.ToolUpdate
 		if u == nil {
