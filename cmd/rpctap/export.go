@@ -42,12 +42,15 @@ events) in a format other tools open:
           otlpjsonfile receiver, or for curl to /v1/traces)
   html    a self-contained report (one file, no network): the exchanges, each
           one's request and response, and the transcript
+A cassette recorded with 'record --deep' takes the cassettes linked to it
+(the MCP servers its ACP agent spawned) into its OTLP trace, their spans
+under the ACP tool call that encloses them (--alone: the cassette alone).
 Secrets are redacted as when recording (--redact KEY adds keys). The cassette
 is read once and streamed: memory stays bounded however large it is. Mappings:
 docs/export.md.
 
-Flags by format: -o and --redact go with every format; --payloads and --send
-are otlp's only, and --send (spans to an endpoint) excludes -o. A flag that
+Flags by format: -o and --redact go with every format; --payloads, --alone
+and --send are otlp's only, and --send (spans to an endpoint) excludes -o. A flag that
 would do nothing with the format chosen is refused. -o writes through a
 temporary file renamed over a regular file (a missing directory is made);
 a FIFO or a device is written directly, a symlink written through.`,
