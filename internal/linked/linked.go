@@ -169,6 +169,11 @@ func compactID(id []byte) string {
 	return b.String()
 }
 
+// spawning are the ACP requests whose mcpServers record --deep wraps
+// (ACP: session/new and session/load; the unstable session/fork and
+// session/resume carry them too).
+var spawning = map[string]bool{"session/new": true, "session/load": true, "session/fork": true, "session/resume": true}
+
 // toolCallMark is in every tool_call and tool_call_update update.
 var toolCallMark = []byte(`"tool_call`)
 
@@ -183,9 +188,11 @@ func (m *Map) Add(r *cassette.Record) {
 		kind, method, id = string(info.Kind), info.Method, info.ID
 	}
 	switch {
-	case kind == "request" && r.D == cassette.DirIn && (method == "session/new" || method == "session/load"):
+	case kind == "request" && r.D == cassette.DirIn && spawning[method]:
 		s := &spawn{record: r.N, t: r.T, method: method}
-		if method == "session/load" {
+		if method == "session/load" || method == "session/resume" {
+			// The session is the one named; session/new and session/fork
+			// make one, named in their answer.
 			s.session = str(r.JSON, "params", "sessionId")
 		}
 		m.spawns[compactID([]byte(id))] = s
@@ -239,7 +246,9 @@ func (m *Map) Add(r *cassette.Record) {
 // Link is what the map says of one linked cassette.
 type Link struct {
 	// Session is the ACP session the cassette's spawning request resolved
-	// to ("" when the parent does not say: its answer is missing).
+	// to: the answer's result.sessionId (session/new, session/fork) or the
+	// request's params.sessionId (session/load, session/resume); "" when
+	// the parent does not say (the answer is missing).
 	Session string
 	// SpawnRecord is the record number of the spawning request in the
 	// parent; Spawned false when the parent has no such request.

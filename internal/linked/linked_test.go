@@ -98,3 +98,23 @@ func TestMapOpenToolsAndLoad(t *testing.T) {
 		t.Errorf("unknown request: %+v", l)
 	}
 }
+
+// session/fork makes a session named in its answer; session/resume names
+// the session it resumes.
+func TestMapForkResume(t *testing.T) {
+	m := linked.NewMap(cassette.Header{Created: "2026-11-26T18:00:00Z"})
+	add := func(n uint64, d cassette.Dir, kind, method, id, js string) {
+		r := cassette.NewLineRecord(cassette.KindFrame, d, []byte(js), "\n")
+		r.N, r.T, r.Kind, r.Method, r.ID = n, int64(n), kind, method, []byte(id)
+		m.Add(&r)
+	}
+	add(1, cassette.DirIn, "request", "session/fork", "5", `{"jsonrpc":"2.0","id":5,"method":"session/fork","params":{"sessionId":"base","cwd":"/","mcpServers":[]}}`)
+	add(2, cassette.DirOut, "response", "", "5", `{"jsonrpc":"2.0","id":5,"result":{"sessionId":"forked"}}`)
+	add(3, cassette.DirIn, "request", "session/resume", "6", `{"jsonrpc":"2.0","id":6,"method":"session/resume","params":{"sessionId":"old","cwd":"/","mcpServers":[]}}`)
+	for id, want := range map[string]string{"5": "forked", "6": "old"} {
+		c := linked.Child{Header: cassette.Header{Parent: &cassette.Parent{Cassette: "p", Request: []byte(id)}}}
+		if l := m.Link(c); l.Session != want {
+			t.Errorf("request %s: session %q, want %q", id, l.Session, want)
+		}
+	}
+}
