@@ -133,6 +133,18 @@ func (s *LinkedSource) Linked() []string {
 	return out
 }
 
+// TitleSuffix implements Titled: the linked cassettes' names, as they
+// are found (a live parent's grow).
+func (s *LinkedSource) TitleSuffix() string {
+	if l := s.Linked(); len(l) > 0 {
+		return " + linked " + strings.Join(l, ", ")
+	}
+	return ""
+}
+
+// Titled is implemented by sources that add to the title bar's name.
+type Titled interface{ TitleSuffix() string }
+
 // Paths are the linked cassettes' paths, in the order of Linked.
 func (s *LinkedSource) Paths() []string {
 	s.mu.Lock()

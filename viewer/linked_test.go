@@ -170,8 +170,8 @@ func TestLinkedLiveChildAppears(t *testing.T) {
 	if _, err := st.Refresh(); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(ls.Linked(), ","); got != "files" {
-		t.Fatalf("linked after it appeared: %q", got)
+	if got := strings.Join(ls.Linked(), ","); got != "files" || ls.TitleSuffix() != " + linked files" {
+		t.Fatalf("linked after it appeared: %q, title %q", got, ls.TitleSuffix())
 	}
 	again, _ := st.Records(0, 8)
 	for i := range first {

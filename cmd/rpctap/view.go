@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/gdamore/tcell/v2"
@@ -209,9 +208,6 @@ func viewOne(path string, o *viewOptions, w, h int, fromPicker bool, stdio Stdio
 			// off (its recorder killed) under an ended parent is said so
 			// in the title, not taken for a recording in progress.
 			source, tailErr = links, links.TailError()
-			if l := links.Linked(); len(l) > 0 {
-				name += " + linked " + strings.Join(l, ", ")
-			}
 		}
 	}
 	if lp := src.X.Header().Parent; lp != nil {
