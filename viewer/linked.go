@@ -312,7 +312,7 @@ func (s *LinkedSource) Origin(pos int, r *cassette.Record) Origin {
 	p := s.parts[s.runs[i].part]
 	o := Origin{Server: p.server, File: filepath.Base(p.child.Path), Protocol: p.child.Header.Protocol}
 	if r != nil && r.K == cassette.KindFrame {
-		if tc := s.m.Enclosing(p.link.Session, r.T); tc != nil {
+		if tc := s.m.Enclosing(p.link.Session, r.T, r.D == cassette.DirIn); tc != nil {
 			o.Tool, o.Title = tc.ID, tc.Title
 		}
 	}

@@ -455,7 +455,7 @@ func (o *OTLP) Exchange(x *Exchange) error {
 		parent = o.prompts[facts.Conversation]
 	}
 	if parent == "" && o.link != nil {
-		parent = o.link.parentAt(req.T)
+		parent = o.link.parentAt(req.T, req.Dir == "in")
 	}
 	switch {
 	case facts.ToolUpdate != nil:

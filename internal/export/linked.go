@@ -17,11 +17,11 @@ type spanLink struct {
 }
 
 // parentAt is the parent span of a linked cassette's span that starts at
-// t (its own time): the span of the parent's tool call (execute_tool) that
+// t (its own time) with a frame toward the server or from it: the span of the parent's tool call (execute_tool) that
 // encloses it, else the span of the session/new or session/load request
 // that spawned the cassette (its session's root), else none.
-func (l *spanLink) parentAt(t int64) string {
-	if tc := l.m.Enclosing(l.link.Session, t+l.link.Offset); tc != nil {
+func (l *spanLink) parentAt(t int64, toServer bool) string {
+	if tc := l.m.Enclosing(l.link.Session, t+l.link.Offset, toServer); tc != nil {
 		return toolSpanID(tc.ID, tc.StartRecord)
 	}
 	if l.link.Spawned {

@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -274,22 +275,57 @@ func (m *Map) Link(c Child) Link {
 	return l
 }
 
-// Enclosing returns the tool call of session that encloses parent time t:
-// of those that do, the one started last (the innermost); nil for none.
-func (m *Map) Enclosing(session string, t int64) *Tool {
+// Slack is how far outside every tool call a moment may be and still be
+// put in the nearest one. The taps of a deep recording stamp each frame
+// when they read it, and the agent's tap may read a tool_call update a
+// little after the server's tap read the tools/call the agent wrote just
+// after it: measured up to 0.7 ms on a loaded two-core machine (with
+// the cassettes' created and t on one clock; see docs/viewer.md).
+const Slack = int64(2 * time.Millisecond)
+
+// Enclosing returns the tool call of session that a linked cassette's
+// frame at parent time t belongs to: one that encloses t, give or take
+// Slack at each end. When several do (calls back to back, or running at
+// once), a frame toward the server (the agent's tools/call) goes to the
+// one whose start is nearest, since an agent reports a tool call just
+// before it makes it; a frame from the server (its answer, its own
+// requests while it works) goes to the one whose end is nearest, since
+// the agent reports the call finished once it has the answer (a call
+// never reported finished comes last). nil for none. Only the 256 calls
+// that started last before t are looked at.
+func (m *Map) Enclosing(session string, t int64, toServer bool) *Tool {
 	if session == "" {
 		return nil
 	}
-	calls := m.tools[session]
-	// Calls are in start order: the last one started at or before t that
-	// contains it.
-	i := sort.Search(len(calls), func(i int) bool { return calls[i].Start > t })
-	for i--; i >= 0; i-- {
-		if calls[i].Contains(t) {
-			return calls[i]
+	calls := m.tools[session] // in start order
+	i := sort.Search(len(calls), func(i int) bool { return calls[i].Start > t+Slack })
+	dist := func(c *Tool) int64 {
+		switch {
+		case toServer:
+			return abs(t - c.Start)
+		case c.End < 0:
+			return math.MaxInt64
+		}
+		return abs(c.End - t)
+	}
+	var best *Tool
+	for j := i - 1; j >= 0 && j >= i-256; j-- {
+		c := calls[j]
+		if c.End >= 0 && c.End < t-Slack {
+			continue
+		}
+		if best == nil || dist(c) < dist(best) {
+			best = c // ties: the one started last
 		}
 	}
-	return nil
+	return best
+}
+
+func abs(d int64) int64 {
+	if d < 0 {
+		return -d
+	}
+	return d
 }
 
 // str is a string member at a path of a JSON object ("" when absent).
