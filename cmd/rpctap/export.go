@@ -49,8 +49,8 @@ Secrets are redacted as when recording (--redact KEY adds keys). The cassette
 is read once and streamed: memory stays bounded however large it is. Mappings:
 docs/export.md.
 
-Flags by format: -o and --redact go with every format; --payloads, --alone
-and --send are otlp's only, and --send (spans to an endpoint) excludes -o. A flag that
+Flags by format: -o and --redact go with every format; --payloads and --send
+(and --alone) are otlp's only, and --send (spans to an endpoint) excludes -o. A flag that
 would do nothing with the format chosen is refused. -o writes through a
 temporary file renamed over a regular file (a missing directory is made);
 a FIFO or a device is written directly, a symlink written through.`,
