@@ -50,10 +50,11 @@ is read once and streamed: memory stays bounded however large it is. Mappings:
 docs/export.md.
 
 Flags by format: -o and --redact go with every format; --payloads and --send
-(and --alone) are otlp's only, and --send (spans to an endpoint) excludes -o. A flag that
-would do nothing with the format chosen is refused. -o writes through a
-temporary file renamed over a regular file (a missing directory is made);
-a FIFO or a device is written directly, a symlink written through.`,
+(and --alone) are otlp's only, and --send (spans to an endpoint) excludes
+-o. A flag that would do nothing with the format chosen is refused. -o
+writes through a temporary file renamed over a regular file (a missing
+directory is made); a FIFO or a device is written directly, a symlink
+written through.`,
 		Example: `  rpctap export --format har -o session.har session.cassette
   rpctap export --format trace -o trace.json session.cassette   # open in ui.perfetto.dev
   rpctap export --format otlp --payloads session.cassette > spans.json
