@@ -73,6 +73,16 @@ func TestViewLinkedDump(t *testing.T) {
 	if code != 0 || strings.Contains(out, "files") || len(timelineRows(out)) != 19 {
 		t.Errorf("--alone: exit %d\n%s", code, out)
 	}
+	// export --alone: the parent's spans only; a flag for otlp only.
+	alone := filepath.Join(t.TempDir(), "alone.json")
+	if code, _, errs := viewMain("export", "--format", "otlp", "--alone", "-o", alone, set.Parent); code != 0 {
+		t.Errorf("export --alone: exit %d: %s", code, errs)
+	} else if b, _ := os.ReadFile(alone); strings.Contains(string(b), linkedfix.Files) || !strings.Contains(string(b), "execute_tool Read README.md") {
+		t.Errorf("export --alone holds the linked cassettes' spans, or not the parent's")
+	}
+	if code, _, errs := viewMain("export", "--format", "har", "--alone", set.Parent); code != 2 || !strings.Contains(errs, "--alone is for --format otlp") {
+		t.Errorf("export --format har --alone: exit %d: %s", code, errs)
+	}
 	code, out, _ = viewMain("view", "--dump", "150x10", set.Files)
 	if code != 0 || !strings.Contains(out, "(files, linked from "+linkedfix.Parent+")") {
 		t.Errorf("the files cassette alone: exit %d\n%s", code, out)
