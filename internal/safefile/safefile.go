@@ -490,14 +490,17 @@ func interrupted(c chan os.Signal) {
 		return
 	}
 	pending.Lock()
-	for pgid := range pending.groups {
-		syscall.Kill(-pgid, syscall.SIGKILL)
-	}
-	pending.groups = map[int]int{}
 	for name := range pending.names {
 		os.RemoveAll(name)
 	}
 	pending.names = map[string]int{}
+	// The groups are ended after the files are gone and right before rpctap
+	// dies: a caller waiting for such a command wakes up when it ends and
+	// could otherwise write a new temporary file in between.
+	for pgid := range pending.groups {
+		syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+	pending.groups = map[int]int{}
 	if pending.sigc == c {
 		signal.Stop(c)
 		pending.sigc = nil
