@@ -264,4 +264,47 @@ func TestExportSendLinkedToCollector(t *testing.T) {
 			t.Errorf("over %s %d MCP spans are children of session/new %s, want 7", proto, under, newSpan.id)
 		}
 	}
+
+	// A real deep recording (recordDeep: the ACP and MCP Go SDKs' peers
+	// under record --deep): one trace, each MCP span under an ACP span of
+	// it (its execute_tool, or session/new).
+	deep := recordDeep(t, rp, t.TempDir())
+	before := len(out.String())
+	send := exec.Command(rp, "export", "--format", "otlp", "--send", deep)
+	send.Env = append(filterEnv(os.Environ(), "OTEL_"), "OTEL_EXPORTER_OTLP_ENDPOINT=http://"+addr)
+	msg, err := send.CombinedOutput()
+	m := regexp.MustCompile(`sent (\d+) spans`).FindStringSubmatch(string(msg))
+	if err != nil || m == nil {
+		t.Fatalf("export --send of the deep recording: %v\n%s", err, msg)
+	}
+	var spans []collectorSpan
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		spans = collectorSpans(out.String()[before:])
+		if fmt.Sprint(len(spans)) == m[1] || time.Now().After(deadline) {
+			break
+		}
+	}
+	if fmt.Sprint(len(spans)) != m[1] {
+		t.Fatalf("the collector received %d spans of the deep recording, %s were sent", len(spans), m[1])
+	}
+	names := map[string]string{}
+	for _, s := range spans {
+		names[s.id] = s.name
+		if s.trace != spans[0].trace {
+			t.Errorf("span %s is in trace %s, the first in %s", s.name, s.trace, spans[0].trace)
+		}
+	}
+	mcp := 0
+	for _, s := range spans {
+		if s.name != "server/discover" && s.name != "tools/call greet" {
+			continue
+		}
+		mcp++
+		if p := names[s.parent]; p != "session/new" && !strings.HasPrefix(p, "execute_tool greet via mcp-") {
+			t.Errorf("the deep recording's %s span hangs under %q", s.name, p)
+		}
+	}
+	if mcp != 4 {
+		t.Errorf("%d MCP spans of the deep recording arrived, want 4 (2 servers: server/discover, tools/call greet)", mcp)
+	}
 }
