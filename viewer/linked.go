@@ -106,13 +106,22 @@ func (s *LinkedSource) addChild(k linked.Child) {
 		return
 	}
 	p := &linkPart{src: src, name: filepath.Base(k.Path), child: k, conn: -len(s.parts), server: k.Server()}
-	// Two cassettes that claim the same server (the same request spawned
-	// two of that name, or a copy): told apart by a number.
-	same := 1
+	// Servers of one name are told apart: started again by another
+	// request (a session/load hands the same servers again) by that
+	// request's id, mcp-1@4; claiming the same request too (a copy) by a
+	// number, files#2.
+	same, again := 1, false
 	for _, q := range s.parts[1:] {
 		if q.child.Server() == p.server {
-			same++
+			if string(q.child.Header.Parent.Request) == string(k.Header.Parent.Request) {
+				same++
+			} else {
+				again = true
+			}
 		}
+	}
+	if again {
+		p.server += "@" + string(k.Header.Parent.Request)
 	}
 	if same > 1 {
 		p.server = fmt.Sprintf("%s#%d", p.server, same)
