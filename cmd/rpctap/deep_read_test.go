@@ -41,11 +41,19 @@ func readSpans(t *testing.T, b []byte) []spanFields {
 // cassette is finished.
 func recordDeep(t *testing.T, rp, work string) string {
 	t.Helper()
+	return recordDeepWith(t, rp, work, nil, nil, 3)
+}
+
+// recordDeepWith is recordDeep with more client and agent flags, and the
+// number of cassettes expected.
+func recordDeepWith(t *testing.T, rp, work string, clientFlags, agentFlags []string, files int) string {
+	t.Helper()
 	client := testpeers.Tool(t, "deepclient")
 	agent := testpeers.Tool(t, "deepagent")
 	server := testpeers.Tool(t, "mcpserver")
 	dir := filepath.Join(work, "tapes")
-	res := run(t, work, "", client, "-server", server, "-n", "2", "--", rp, "record", "--deep", "--dir", dir, "--", agent)
+	argv := append(append([]string{client, "-server", server, "-n", "2"}, clientFlags...), "--", rp, "record", "--deep", "--dir", dir, "--", agent)
+	res := run(t, work, "", append(argv, agentFlags...)...)
 	if res.code != 0 {
 		t.Fatalf("the deep session: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
 	}
@@ -61,8 +69,8 @@ func recordDeep(t *testing.T, rp, work string) string {
 			parent = p
 		}
 	}
-	if parent == "" || len(ents) != 3 {
-		t.Fatalf("want one deep cassette and two linked ones in %s: %d files", dir, len(ents))
+	if parent == "" || len(ents) != files {
+		t.Fatalf("want one deep cassette and %d linked ones in %s: %d files", files-1, dir, len(ents))
 	}
 	return parent
 }
@@ -172,4 +180,38 @@ func TestDeepEndToEnd(t *testing.T) {
 		t.Errorf("MCP spans: %d tools/call greet, %d server/discover, want 2 each", len(byName["tools/call greet"]), len(byName["server/discover"]))
 	}
 	t.Logf("linked spans by parent: %v", under)
+
+	// Servers started at the first prompt, then handed again by a
+	// session/load: four linked cassettes, the second pair named by the
+	// session/load's id and hanging under its span.
+	parent = recordDeepWith(t, rp, t.TempDir(), []string{"-load"}, []string{"-lazy"}, 5)
+	v = run(t, work, "", rp, "view", "--dump", "220x10", parent)
+	if v.code != 0 || !strings.Contains(v.stdout, "+ linked mcp-1, mcp-2, mcp-1@4, mcp-2@4") {
+		t.Errorf("view of the lazy, loaded session: exit %d\n%s%s", v.code, v.stdout, v.stderr)
+	}
+	x = run(t, work, "", rp, "export", "--format", "otlp", "-o", o, parent)
+	b, err = os.ReadFile(o)
+	if x.code != 0 || err != nil {
+		t.Fatalf("export of the lazy, loaded session: exit %d %v\n%s", x.code, err, x.stderr)
+	}
+	spans = readSpans(t, b)
+	ids = map[string]string{}
+	for _, s := range spans {
+		ids[s.SpanID] = s.Name
+		if s.TraceID != spans[0].TraceID {
+			t.Errorf("span %s is in another trace", s.Name)
+		}
+	}
+	under = map[string]int{}
+	for _, s := range spans {
+		if s.Name == "server/discover" || s.Name == "tools/call greet" {
+			under[ids[s.ParentSpanID]]++
+		}
+	}
+	// Lazy servers start inside the first prompt; the loaded ones at the
+	// second: none hangs outside the ACP spans.
+	if under[""] != 0 || under["session/new"]+under["session/load"]+under["execute_tool greet via mcp-1"]+under["execute_tool greet via mcp-2"] != 8 {
+		t.Errorf("the lazy, loaded session's 8 MCP spans hang under %v", under)
+	}
+	t.Logf("lazy, loaded: linked spans by parent: %v", under)
 }
