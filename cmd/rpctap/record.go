@@ -269,6 +269,7 @@ func runRecord(o *recordOptions, args []string, stdio Stdio) error {
 
 	tuneForwarding()
 	c := tap.Command(args[0], args[1:]...)
+	c.Epoch = start // created + t is each record's wall-clock time
 	c.Grace = o.Grace
 	c.Stderr = os.Stderr
 	var detached []*os.File
@@ -440,7 +441,7 @@ func recordSocket(o *recordOptions, stdio Stdio) error {
 	if err != nil {
 		return &ExitError{Code: ExitInternal, Err: fmt.Errorf("record: %v; not listening (choose another place with -o, --dir or RPCTAP_DIR)", err)}
 	}
-	p := &tap.Proxy{Listen: o.Listen, Upstream: o.Upstream, Grace: o.Grace, Warn: stdio.Err}
+	p := &tap.Proxy{Listen: o.Listen, Upstream: o.Upstream, Grace: o.Grace, Warn: stdio.Err, Epoch: start}
 	if err := p.Bind(); err != nil {
 		return err
 	}
