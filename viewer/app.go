@@ -396,6 +396,9 @@ func (a *App) refreshStatus() {
 	if name == "" {
 		name = "(cassette)"
 	}
+	if tt, ok := a.store.src.(Titled); ok {
+		name += tt.TitleSuffix()
+	}
 	t := fmt.Sprintf(" [::b]rpctap view[::-] %s", tview.Escape(name))
 	if p := a.store.Protocol(); p != "" {
 		t += " · " + p

@@ -26,6 +26,15 @@ type Session struct {
 	// recorder was killed), or "damaged: ..." (unreadable from its start, or
 	// damaged after its last good record).
 	State string
+	// Parent is the file name of the cassette this one is linked to
+	// (record --deep: an MCP server its ACP agent spawned), Server its
+	// mcpServers name; "" when not linked.
+	Parent, Server string
+	// Depth is how far under its parent List put it (0: a top row), Note
+	// why a linked cassette is not under its parent ("parent X is not in
+	// this directory", a cycle).
+	Depth int
+	Note  string
 }
 
 // hubEntry is what the scanner knows of one file: the index it keeps open
@@ -85,7 +94,72 @@ func (h *hubScanner) List(dir string) ([]Session, error) {
 		}
 		return out[i].Name > out[j].Name
 	})
-	return out, nil
+	return groupLinked(out), nil
+}
+
+// groupLinked puts each linked session right under its parent, oldest
+// first, one Depth deeper; sessions are otherwise in the order given
+// (newest first). A session whose parent is not in the list, names
+// itself, or is part of a cycle of parents is a top row with a Note.
+func groupLinked(ss []Session) []Session {
+	byName := make(map[string]int, len(ss))
+	for i, s := range ss {
+		byName[s.Name] = i
+	}
+	par := make([]int, len(ss))
+	for i := range ss {
+		par[i] = -1
+		p := ss[i].Parent
+		if p == "" {
+			continue
+		}
+		j, ok := byName[p]
+		switch {
+		case !ok:
+			ss[i].Note = "parent " + p + " is not in this directory"
+		case j == i:
+			ss[i].Note = "names itself as its parent"
+		default:
+			par[i] = j
+		}
+	}
+	// A cycle of parents has no top: each of its sessions becomes one.
+	var cyclic []int
+	for i := range ss {
+		j := par[i]
+		for steps := 0; j >= 0 && j != i && steps < len(ss); steps++ {
+			j = par[j]
+		}
+		if j == i {
+			cyclic = append(cyclic, i)
+		}
+	}
+	for _, i := range cyclic {
+		par[i] = -1
+		ss[i].Note = "its parents form a cycle"
+	}
+	kids := make([][]int, len(ss))
+	for i := len(ss) - 1; i >= 0; i-- { // oldest first under a parent
+		if par[i] >= 0 {
+			kids[par[i]] = append(kids[par[i]], i)
+		}
+	}
+	out := make([]Session, 0, len(ss))
+	var walk func(i, depth int)
+	walk = func(i, depth int) {
+		s := ss[i]
+		s.Depth = depth
+		out = append(out, s)
+		for _, k := range kids[i] {
+			walk(k, depth+1)
+		}
+	}
+	for i := range ss {
+		if par[i] < 0 {
+			walk(i, 0)
+		}
+	}
+	return out
 }
 
 // Close closes the indexes kept open.
@@ -195,6 +269,9 @@ func (h *hubScanner) scan(f CassetteFile) (Session, bool) {
 // headerSession fills what the header says.
 func headerSession(f CassetteFile, hd cassette.Header) Session {
 	s := Session{CassetteFile: f, Protocol: hd.Protocol, Start: f.Mod}
+	if hd.Parent != nil {
+		s.Parent, s.Server = hd.Parent.Cassette, hd.Parent.Server
+	}
 	if t, err := time.Parse(time.RFC3339Nano, hd.Created); err == nil {
 		s.Start = t
 	}

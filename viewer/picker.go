@@ -168,8 +168,8 @@ func (p *Picker) show(sessions []Session, err error) {
 			tview.NewTableCell(fmt.Sprint(s.Frames)).SetAlign(tview.AlignRight),
 			tview.NewTableCell(countCell(s.Errors)).SetAlign(tview.AlignRight),
 			tview.NewTableCell(countCell(s.Warnings)).SetAlign(tview.AlignRight),
-			tview.NewTableCell(tview.Escape(s.Name)),
-			tview.NewTableCell(tview.Escape(s.Command)).SetExpansion(1),
+			tview.NewTableCell(tview.Escape(linkedName(s))),
+			tview.NewTableCell(tview.Escape(linkedCommand(s))).SetExpansion(1),
 		}
 		if s.Errors > 0 {
 			cells[5].SetStyle(tcell.StyleDefault.Foreground(tcell.ColorRed))
@@ -198,6 +198,28 @@ func (p *Picker) show(sessions []Session, err error) {
 	default:
 		p.status.SetText(tview.Escape(fmt.Sprintf("%d sessions (%d live) in %s  ·  Enter opens (a live one is followed)  ·  j/k move  ·  q quits", len(files), live, p.dir)))
 	}
+}
+
+// linkedName is the CASSETTE cell: a linked session indented under its
+// parent.
+func linkedName(s Session) string {
+	if s.Depth == 0 {
+		return s.Name
+	}
+	return strings.Repeat("  ", s.Depth-1) + "└ " + s.Name
+}
+
+// linkedCommand is the COMMAND cell: a linked session's server name first,
+// and why it is not under its parent.
+func linkedCommand(s Session) string {
+	c := s.Command
+	if s.Server != "" {
+		c = s.Server + ": " + c
+	}
+	if s.Note != "" {
+		c += "  (linked: " + s.Note + ")"
+	}
+	return c
 }
 
 func countCell(n int) string {

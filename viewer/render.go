@@ -120,6 +120,15 @@ func RowCells(row *Row, dimAux bool) []Cell {
 	default:
 		kind, summary = string(row.K), row.Label
 	}
+	if row.Origin != "" {
+		// A linked cassette's record: beneath the tool call that encloses
+		// it, indented; else marked with its server.
+		prefix := row.Origin + ": "
+		if row.Tool != "" {
+			prefix = "  └ " + prefix
+		}
+		method = prefix + method
+	}
 	mark := ""
 	if row.Violations > 0 {
 		mark = "✗"

@@ -36,7 +36,12 @@ func RenderDetail(r *cassette.Record, row Row, viols []cassette.Record, color bo
 			head += "  id " + row.ID
 		}
 		head += "  " + FormatSize(row.Size)
-		if r.Conn != 0 {
+		if row.Origin != "" {
+			head += "  from " + row.Origin + " (" + row.File + ")"
+			if row.Tool != "" {
+				head += " in tool call " + row.Tool
+			}
+		} else if r.Conn != 0 {
 			head += fmt.Sprintf("  conn %d", r.Conn)
 		}
 	default:

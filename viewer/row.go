@@ -30,6 +30,12 @@ type Row struct {
 	// tool's name, an error's code and message.
 	Summary string
 	Chunk   bool // a streamed chunk (hidden by the "hide chunks" filter)
+	// Origin is the server name of the linked cassette the record comes
+	// from ("" for the cassette opened), and Tool the id of the parent's
+	// tool call that encloses it in time (LinkedSource).
+	Origin string
+	File   string // the linked cassette's file name
+	Tool   string
 
 	Paired     bool
 	Pair       uint64 // the paired request or response

@@ -242,7 +242,7 @@ func (s *Store) loadPage(p int) []Row {
 			r := recs[i]
 			if int(r.N) >= from {
 				s.classify.Fill(&r)
-				rows = append(rows, Summarize(proto, &r, prevT))
+				rows = append(rows, s.summarize(proto, &r, prevT))
 			}
 			prevT = r.T
 		}
@@ -277,6 +277,23 @@ func (s *Store) loadPage(p int) []Row {
 		s.order = s.order[1:]
 	}
 	return rows
+}
+
+// summarize is Summarize, with where the record comes from when the
+// Source merges linked cassettes (its protocol's summary, its server and
+// the tool call enclosing it).
+func (s *Store) summarize(proto string, r *cassette.Record, prevT int64) Row {
+	o, ok := s.src.(Originer)
+	if !ok {
+		return Summarize(proto, r, prevT)
+	}
+	from := o.Origin(int(r.N), r)
+	if from.Protocol != "" {
+		proto = from.Protocol
+	}
+	row := Summarize(proto, r, prevT)
+	row.Origin, row.File, row.Tool = from.Server, from.File, from.Tool
+	return row
 }
 
 // annotate adds what the analysis knows; s.mu must be held.

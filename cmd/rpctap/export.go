@@ -24,6 +24,7 @@ type exportOptions struct {
 	Redact   []string
 	Payloads bool
 	Send     bool
+	Alone    bool // otlp: without the cassettes linked to it
 }
 
 func init() {
@@ -41,15 +42,19 @@ events) in a format other tools open:
           otlpjsonfile receiver, or for curl to /v1/traces)
   html    a self-contained report (one file, no network): the exchanges, each
           one's request and response, and the transcript
+A cassette recorded with 'record --deep' takes the cassettes linked to it
+(the MCP servers its ACP agent spawned) into its OTLP trace, their spans
+under the ACP tool call that encloses them (--alone: the cassette alone).
 Secrets are redacted as when recording (--redact KEY adds keys). The cassette
 is read once and streamed: memory stays bounded however large it is. Mappings:
 docs/export.md.
 
 Flags by format: -o and --redact go with every format; --payloads and --send
-are otlp's only, and --send (spans to an endpoint) excludes -o. A flag that
-would do nothing with the format chosen is refused. -o writes through a
-temporary file renamed over a regular file (a missing directory is made);
-a FIFO or a device is written directly, a symlink written through.`,
+(and --alone) are otlp's only, and --send (spans to an endpoint) excludes
+-o. A flag that would do nothing with the format chosen is refused. -o
+writes through a temporary file renamed over a regular file (a missing
+directory is made); a FIFO or a device is written directly, a symlink
+written through.`,
 		Example: `  rpctap export --format har -o session.har session.cassette
   rpctap export --format trace -o trace.json session.cassette   # open in ui.perfetto.dev
   rpctap export --format otlp --payloads session.cassette > spans.json
@@ -61,6 +66,7 @@ a FIFO or a device is written directly, a symlink written through.`,
 			fs.StringVarP(&o.Output, "output", "o", "", "write to `FILE` (default, or -: stdout)")
 			fs.StringArrayVar(&o.Redact, "redact", nil, "also redact the values of JSON key `KEY` (repeatable)")
 			fs.BoolVar(&o.Payloads, "payloads", false, "otlp only: include request and response bodies as span attributes")
+			fs.BoolVar(&o.Alone, "alone", false, "otlp only: export the cassette alone, without the cassettes linked to it (record --deep)")
 			fs.BoolVar(&o.Send, "send", false, "otlp only, not with -o: send the spans to the endpoint OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT) names (OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf or http/json), instead of writing them")
 			return func(args []string, stdio Stdio) error {
 				if len(args) != 1 {
@@ -80,6 +86,9 @@ func runExport(o *exportOptions, path string, stdio Stdio) error {
 	// ignored: --payloads and --send are OTLP's.
 	if o.Payloads && o.Format != "otlp" && o.Format != "" {
 		return Usagef("--payloads is for --format otlp (har and html always hold the bodies; trace holds none)")
+	}
+	if o.Alone && o.Format != "otlp" && o.Format != "" {
+		return Usagef("--alone is for --format otlp (the other formats export one cassette)")
 	}
 	if o.Send {
 		return runExportSend(o, path, stdio)
@@ -115,9 +124,18 @@ func runExport(o *exportOptions, path string, stdio Stdio) error {
 		defer fmt.Fprint(stdio.Err, "\r\033[K")
 	}
 	var rep export.Report
+	var linked []export.LinkedReport
 	write := func(out io.Writer) error {
 		bw := bufio.NewWriterSize(out, 256<<10)
-		r, err := export.RunReport(path, newWriter(bw), export.Options{Redactor: redact.New(redact.Options{Keys: o.Redact})}, progress)
+		opts := export.Options{Redactor: redact.New(redact.Options{Keys: o.Redact})}
+		var r export.Report
+		var err error
+		if w, ok := newWriter(bw).(*export.OTLP); ok && !o.Alone {
+			// The cassettes linked to it (record --deep) join its trace.
+			r, linked, err = export.RunLinked(path, w, opts, progress)
+		} else {
+			r, err = export.RunReport(path, newWriter(bw), opts, progress)
+		}
 		if err != nil {
 			return exportErr(path, err)
 		}
@@ -139,7 +157,23 @@ func runExport(o *exportOptions, path string, stdio Stdio) error {
 	}
 	// What could be read was exported (and -o put in place); the damage
 	// read past is said after it.
-	return exportDamage(path, rep, stdio)
+	return linkedDamage(exportDamage(path, rep, stdio), linked, stdio)
+}
+
+// linkedDamage reports, after the parent's (err), what export read past in
+// each linked cassette, as exportDamage does; the first error wins.
+func linkedDamage(err error, linked []export.LinkedReport, stdio Stdio) error {
+	for _, l := range linked {
+		e := exportDamage(l.Path, l.Report, stdio)
+		if l.Err != nil {
+			e = Inputf("export: linked %s: %v; its spans are missing", l.Path, describeCassetteErr(l.Err))
+			fmt.Fprintln(stdio.Err, "rpctap: "+e.Error())
+		}
+		if err == nil {
+			err = e
+		}
+	}
+	return err
 }
 
 // exportDamage reports what export read past, once each, after the output
@@ -201,12 +235,19 @@ func runExportSend(o *exportOptions, path string, stdio Stdio) error {
 	if err != nil {
 		return Usagef("export --send: %v", err)
 	}
-	rep, err := export.RunReport(path, w, export.Options{Redactor: redact.New(redact.Options{Keys: o.Redact}), Payloads: o.Payloads}, nil)
+	opts := export.Options{Redactor: redact.New(redact.Options{Keys: o.Redact}), Payloads: o.Payloads}
+	var rep export.Report
+	var linked []export.LinkedReport
+	if o.Alone {
+		rep, err = export.RunReport(path, w, opts, nil)
+	} else {
+		rep, linked, err = export.RunLinked(path, w, opts, nil)
+	}
 	if err != nil {
 		return exportErr(path, err)
 	}
 	fmt.Fprintf(stdio.Err, "rpctap export: sent %d spans\n", w.Sent())
-	return exportDamage(path, rep, stdio)
+	return linkedDamage(exportDamage(path, rep, stdio), linked, stdio)
 }
 
 // exportErr is export.Run's error as one line: the output's or the

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rpctap/rpctap/internal/linked/linkedfix"
 	"github.com/rpctap/rpctap/internal/testpeers"
 )
 
@@ -23,54 +24,8 @@ import (
 // attributes, the prompt turn's parent links, the recorded times.
 func TestExportSendToCollector(t *testing.T) {
 	t.Parallel()
-	col := testpeers.Collector(t)
 	rp := rpctapPath(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "collector.yaml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf(`receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: %s
-exporters:
-  debug:
-    verbosity: detailed
-service:
-  telemetry:
-    metrics:
-      level: none
-  pipelines:
-    traces:
-      receivers: [otlp]
-      exporters: [debug]
-`, addr)), 0o644)
-	var out syncBuffer
-	cmd := exec.Command(col, "--config", cfg)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	deadline := time.Now().Add(30 * time.Second)
-	for _, a := range []string{addr} {
-		for {
-			if c, err := net.Dial("tcp", a); err == nil {
-				c.Close()
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the collector did not listen on %s:\n%s", a, out.String())
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-
+	addr, out := startCollector(t)
 	cas, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "cassettes", "acp-go.cassette"))
 	for _, proto := range []struct {
 		name, endpoint string
@@ -89,7 +44,7 @@ service:
 		}
 		// The debug exporter prints each span it received.
 		var got string
-		for deadline = time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 			got = out.String()[before:]
 			if strings.Count(got, "Span #") >= 14 || time.Now().After(deadline) {
 				break
@@ -131,6 +86,60 @@ service:
 	}
 }
 
+// startCollector runs a real OpenTelemetry Collector (OTLP/HTTP receiver,
+// debug exporter printing every span in detail) until the test ends, and
+// returns its address and what it prints.
+func startCollector(t *testing.T) (string, *syncBuffer) {
+	t.Helper()
+	col := testpeers.Collector(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "collector.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`receivers:
+  otlp:
+    protocols:
+      http:
+        endpoint: %s
+exporters:
+  debug:
+    verbosity: detailed
+service:
+  telemetry:
+    metrics:
+      level: none
+  pipelines:
+    traces:
+      receivers: [otlp]
+      exporters: [debug]
+`, addr)), 0o644)
+	out := &syncBuffer{}
+	cmd := exec.Command(col, "--config", cfg)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	deadline := time.Now().Add(30 * time.Second)
+	for _, a := range []string{addr} {
+		for {
+			if c, err := net.Dial("tcp", a); err == nil {
+				c.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the collector did not listen on %s:\n%s", a, out.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return addr, out
+}
+
 // TestExportSendBadSetup: --send without an endpoint, with another format,
 // with -o, or with a protocol OTLP does not have says what to do in one
 // line.
@@ -168,4 +177,134 @@ func filterEnv(env []string, prefix string) []string {
 		}
 	}
 	return out
+}
+
+// collectorSpan is one span as the Collector's debug exporter prints it.
+type collectorSpan struct{ trace, parent, id, name string }
+
+// collectorSpans reads the spans of the debug exporter's detailed output.
+func collectorSpans(out string) []collectorSpan {
+	field := func(block, name string) string {
+		m := regexp.MustCompile(`(?m)^\s*` + name + `\s*: ?(.*)$`).FindStringSubmatch(block)
+		if m == nil {
+			return ""
+		}
+		return strings.TrimSpace(m[1])
+	}
+	var spans []collectorSpan
+	for _, block := range strings.Split(out, "Span #")[1:] {
+		spans = append(spans, collectorSpan{field(block, "Trace ID"), field(block, "Parent ID"), field(block, "ID"), field(block, "Name")})
+	}
+	return spans
+}
+
+// TestExportSendLinkedToCollector: `export --format otlp --send` of a deep
+// recording (an ACP cassette and the two MCP cassettes its agent spawned,
+// linked by their headers) gives the real Collector one trace: every span
+// has the same trace id, each MCP tools/call span's parent is the ACP
+// execute_tool span of the tool call that encloses it, and the MCP
+// servers' other spans hang under the session/new span that spawned them.
+func TestExportSendLinkedToCollector(t *testing.T) {
+	t.Parallel()
+	rp := rpctapPath(t)
+	set, err := linkedfix.Write(t.TempDir(), linkedfix.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, out := startCollector(t)
+	for _, proto := range []string{"http/protobuf", "http/json"} {
+		before := len(out.String())
+		send := exec.Command(rp, "export", "--format", "otlp", "--send", set.Parent)
+		send.Env = append(filterEnv(os.Environ(), "OTEL_"), "OTEL_EXPORTER_OTLP_ENDPOINT=http://"+addr, "OTEL_EXPORTER_OTLP_PROTOCOL="+proto)
+		msg, err := send.CombinedOutput()
+		if err != nil || !strings.Contains(string(msg), "sent 21 spans") {
+			t.Fatalf("export --send over %s: %v\n%s", proto, err, msg)
+		}
+		var spans []collectorSpan
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			spans = collectorSpans(out.String()[before:])
+			if len(spans) >= 21 || time.Now().After(deadline) {
+				break
+			}
+		}
+		if len(spans) != 21 {
+			t.Fatalf("over %s the collector received %d spans, want 21 (12 ACP, 9 MCP):\n%s", proto, len(spans), out.String()[before:])
+		}
+		byName := map[string][]collectorSpan{}
+		for _, s := range spans {
+			if s.trace != spans[0].trace || len(s.trace) != 32 {
+				t.Errorf("over %s span %s is in trace %q, the first in %q", proto, s.name, s.trace, spans[0].trace)
+			}
+			byName[s.name] = append(byName[s.name], s)
+		}
+		one := func(name string) collectorSpan {
+			if len(byName[name]) != 1 {
+				t.Fatalf("over %s %d spans named %q", proto, len(byName[name]), name)
+			}
+			return byName[name][0]
+		}
+		newSpan := one("session/new")
+		if p := one("tools/call read_file").parent; p != one("execute_tool Read README.md").id {
+			t.Errorf("over %s the files server's tools/call has parent %s, not the Read README.md tool call", proto, p)
+		}
+		if p := one("tools/call status").parent; p != one("execute_tool git status").id {
+			t.Errorf("over %s the git server's tools/call has parent %s, not the git status tool call", proto, p)
+		}
+		// Each server's initialize and tools/list, and the files server's
+		// log message: under session/new.
+		under := 0
+		for _, name := range []string{"initialize", "tools/list", "notifications/initialized", "notifications/message"} {
+			for _, s := range byName[name] {
+				if s.parent == newSpan.id {
+					under++
+				}
+			}
+		}
+		if under != 7 {
+			t.Errorf("over %s %d MCP spans are children of session/new %s, want 7", proto, under, newSpan.id)
+		}
+	}
+
+	// A real deep recording (recordDeep: the ACP and MCP Go SDKs' peers
+	// under record --deep): one trace, each MCP span under an ACP span of
+	// it (its execute_tool, or session/new).
+	deep := recordDeep(t, rp, t.TempDir())
+	before := len(out.String())
+	send := exec.Command(rp, "export", "--format", "otlp", "--send", deep)
+	send.Env = append(filterEnv(os.Environ(), "OTEL_"), "OTEL_EXPORTER_OTLP_ENDPOINT=http://"+addr)
+	msg, err := send.CombinedOutput()
+	m := regexp.MustCompile(`sent (\d+) spans`).FindStringSubmatch(string(msg))
+	if err != nil || m == nil {
+		t.Fatalf("export --send of the deep recording: %v\n%s", err, msg)
+	}
+	var spans []collectorSpan
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		spans = collectorSpans(out.String()[before:])
+		if fmt.Sprint(len(spans)) == m[1] || time.Now().After(deadline) {
+			break
+		}
+	}
+	if fmt.Sprint(len(spans)) != m[1] {
+		t.Fatalf("the collector received %d spans of the deep recording, %s were sent", len(spans), m[1])
+	}
+	names := map[string]string{}
+	for _, s := range spans {
+		names[s.id] = s.name
+		if s.trace != spans[0].trace {
+			t.Errorf("span %s is in trace %s, the first in %s", s.name, s.trace, spans[0].trace)
+		}
+	}
+	mcp := 0
+	for _, s := range spans {
+		if s.name != "server/discover" && s.name != "tools/call greet" {
+			continue
+		}
+		mcp++
+		if p := names[s.parent]; p != "session/new" && !strings.HasPrefix(p, "execute_tool greet via mcp-") {
+			t.Errorf("the deep recording's %s span hangs under %q", s.name, p)
+		}
+	}
+	if mcp != 4 {
+		t.Errorf("%d MCP spans of the deep recording arrived, want 4 (2 servers: server/discover, tools/call greet)", mcp)
+	}
 }

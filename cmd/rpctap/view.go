@@ -21,6 +21,7 @@ type viewOptions struct {
 	Dump   string // WxH: draw headless, print the screen, exit
 	Keys   string // keys typed before --dump prints
 	Attach string // a live session's control socket (record --intercept)
+	Alone  bool   // without the cassettes linked to it (record --deep)
 }
 
 func init() {
@@ -62,7 +63,13 @@ SOCKET, whose session names its cassette) and shows how many frames are
 held and the oldest hold in the title; H opens the held frames pane, where
 you forward, edit, drop and inject frames and set breakpoints. The
 breakpoints the viewer sets go when it does, and what they held is
-forwarded (docs/intercept.md).`,
+forwarded (docs/intercept.md).
+
+A cassette recorded with 'record --deep' is shown with the cassettes linked
+to it in its directory (the MCP servers its ACP agent spawned) on one
+timeline: each MCP frame beneath the ACP tool call that encloses it in
+time, indented, marked with its server; --alone shows the cassette alone
+(docs/viewer.md).`,
 		Example: `  rpctap view                                  # pick a recording
   rpctap view session.cassette
   rpctap view --follow live.cassette            # while 'rpctap record' writes it
@@ -78,6 +85,7 @@ forwarded (docs/intercept.md).`,
 			fs.StringVar(&o.Dump, "dump", "", "draw headless at WIDTHxHEIGHT, print the screen and exit")
 			fs.StringVar(&o.Keys, "keys", "", "with --dump: keys to type first")
 			fs.StringVar(&o.Attach, "attach", "", "attach to the control socket `SOCKET` of a session recorded with --intercept")
+			fs.BoolVar(&o.Alone, "alone", false, "show the cassette alone, without the cassettes linked to it (record --deep)")
 			return func(args []string, stdio Stdio) error { return runView(o, args, stdio) }
 		},
 	})
@@ -188,9 +196,27 @@ func viewOne(path string, o *viewOptions, w, h int, fromPicker bool, stdio Stdio
 		return false, err
 	}
 	defer src.Close()
-	store := viewer.NewStore(src)
-	follow := o.Follow || (!src.Ended() && src.X.TailError() == nil)
-	opts := viewer.Options{Name: path, Follow: follow, Back: fromPicker,
+	// The cassettes linked to it (record --deep: the MCP servers an ACP
+	// agent spawned) are shown with it, on one timeline.
+	var source viewer.Source = src
+	ended, tailErr, name := src.Ended(), src.X.TailError(), path
+	var links *viewer.LinkedSource
+	if !o.Alone {
+		if links = viewer.Link(path, src); links != nil {
+			defer links.Close()
+			// Followed while the parent records: a linked cassette cut
+			// off (its recorder killed) under an ended parent is said so
+			// in the title, not taken for a recording in progress.
+			source, tailErr = links, links.TailError()
+		}
+	}
+	if lp := src.X.Header().Parent; lp != nil {
+		// A linked cassette viewed alone says whose it is.
+		name += fmt.Sprintf(" (%s, linked from %s)", lp.Server, lp.Cassette)
+	}
+	store := viewer.NewStore(source)
+	follow := o.Follow || (!ended && tailErr == nil)
+	opts := viewer.Options{Name: name, Follow: follow, Back: fromPicker,
 		Follower: &viewer.Follower{Store: store, Path: path}}
 	sock := o.Attach
 	if sock == "" && !src.Ended() {
@@ -212,7 +238,15 @@ func viewOne(path string, o *viewOptions, w, h int, fromPicker bool, stdio Stdio
 		if err := dumpView(store, opts, w, h, o.Keys, stdio); err != nil {
 			return false, err
 		}
-		return false, reportReadProblems("view", path, stdio.Err)
+		err := reportReadProblems("view", path, stdio.Err)
+		if links != nil {
+			for _, p := range links.Paths() {
+				if e := reportReadProblems("view", p, stdio.Err); err == nil {
+					err = e
+				}
+			}
+		}
+		return false, err
 	}
 	screen, err := newTerminalScreen()
 	if err != nil {

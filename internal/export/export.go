@@ -60,6 +60,9 @@ type Frame struct {
 type Options struct {
 	Redactor *redact.Redactor // applied to every payload; nil: redact.Default()
 	Payloads bool             // OTLP: include request and response bodies as attributes
+	// observe, when set, sees every record read (RunLinked builds its
+	// linked.Map from the parent's records in the same pass).
+	observe func(*cassette.Record)
 }
 
 // Session is what a writer needs besides the exchanges.
@@ -215,6 +218,9 @@ func run(path string, w Writer, o Options, progress func(Progress), rep *Report)
 			return err
 		}
 		n++
+		if o.observe != nil {
+			o.observe(r)
+		}
 		if progress != nil && n%(16<<10) == 0 {
 			progress(Progress{Read: rd.Offset(), Size: size, Records: n})
 		}

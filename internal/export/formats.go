@@ -234,6 +234,13 @@ type OTLP struct {
 	// send, when set, receives each span instead of the JSON stream
 	// (NewOTLPSender: spans go to an OTLP endpoint).
 	send *otlpSender
+	// link, while a linked cassette is exported into the parent's trace
+	// (RunLinked), says where its spans hang.
+	link *spanLink
+	// more: End ends a session, not the output (RunLinked has more
+	// sessions to write); sessions counts those begun.
+	more     bool
+	sessions int
 }
 
 // emit writes one span (in its OTLP/JSON form) to the stream or the sender.
@@ -264,15 +271,24 @@ func NewOTLP(w io.Writer, payloads bool) *OTLP {
 
 func (o *OTLP) Begin(s Session) error {
 	o.s = s
-	sum := sha256.Sum256([]byte(s.Protocol + "\x00" + s.Created.UTC().Format(time.RFC3339Nano)))
-	o.trace = hex.EncodeToString(sum[:16])
+	o.sessions++
+	if o.sessions == 1 {
+		// A linked session (RunLinked) joins the first one's trace.
+		sum := sha256.Sum256([]byte(s.Protocol + "\x00" + s.Created.UTC().Format(time.RFC3339Nano)))
+		o.trace = hex.EncodeToString(sum[:16])
+	}
 	if o.send != nil {
 		return o.send.begin(s)
 	}
 	o.js.tail = "\n]}]}]}\n"
 	res := []any{attr("service.name", "rpctap"), attr("rpctap.cassette", s.File), attr("rpctap.protocol", orRaw(s.Protocol))}
 	b, _ := json.Marshal(res)
-	_, err := fmt.Fprintf(o.js.w, `{"resourceSpans":[{"resource":{"attributes":%s},"scopeSpans":[{"scope":{"name":"rpctap","version":"1"},"spans":[`+"\n", b)
+	head := `{"resourceSpans":[`
+	if o.sessions > 1 {
+		// The next resource: each cassette is one, all in one trace.
+		head, o.js.n = "\n]}]},\n", 0
+	}
+	_, err := fmt.Fprintf(o.js.w, head+`{"resource":{"attributes":%s},"scopeSpans":[{"scope":{"name":"rpctap","version":"1"},"spans":[`+"\n", b)
 	return err
 }
 
@@ -294,10 +310,28 @@ func attr(k string, v any) map[string]any {
 	return map[string]any{"key": k, "value": map[string]any{"stringValue": fmt.Sprint(v)}}
 }
 
-// spanID is a frame's span id, derived from its record and direction.
-func spanID(f *Frame) string {
+// spanID is a frame's span id, derived from its record and direction
+// (and, for a linked cassette's frame, its file name: RunLinked).
+func (o *OTLP) spanID(f *Frame) string {
+	if o.link != nil {
+		return frameSpanID(o.link.salt, f.Record, f.Dir)
+	}
+	return frameSpanID("", f.Record, f.Dir)
+}
+
+func frameSpanID(salt string, record uint64, dir string) string {
 	h := fnv.New64a()
-	fmt.Fprintf(h, "%d/%s", f.Record, f.Dir)
+	if salt != "" {
+		fmt.Fprintf(h, "%s/", salt)
+	}
+	fmt.Fprintf(h, "%d/%s", record, dir)
+	return fmt.Sprintf("%016x", h.Sum64())
+}
+
+// toolSpanID is the span id of the tool call id started by record.
+func toolSpanID(id string, record uint64) string {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "tool/%s/%d", id, record)
 	return fmt.Sprintf("%016x", h.Sum64())
 }
 
@@ -311,7 +345,7 @@ func (o *OTLP) Request(f *Frame) {
 	if o.prompts == nil {
 		o.prompts = map[string]string{}
 	}
-	o.prompts[facts.Conversation] = spanID(f)
+	o.prompts[facts.Conversation] = o.spanID(f)
 }
 
 // toolSpans follows tool calls through the notifications that report them
@@ -329,10 +363,8 @@ func (o *OTLP) toolSpans(x *Exchange, u *protocol.ToolCallUpdate, session string
 		if !u.Start {
 			return "", nil // an update of a call that started before the recording
 		}
-		h := fnv.New64a()
-		fmt.Fprintf(h, "tool/%s/%d", u.ID, x.Request.Record)
 		tc = &toolCall{id: u.ID, title: u.Title, session: session, parent: o.prompts[session],
-			span: fmt.Sprintf("%016x", h.Sum64()), start: x.Request.T, record: x.Request.Record}
+			span: toolSpanID(u.ID, x.Request.Record), start: x.Request.T, record: x.Request.Record}
 		o.tools[key] = tc
 	}
 	tc.last = x.Request.T
@@ -417,10 +449,13 @@ func (o *OTLP) Exchange(x *Exchange) error {
 	if facts.Target != "" {
 		name += " " + facts.Target
 	}
-	spanID := spanID(req)
+	spanID := o.spanID(req)
 	parent := ""
 	if facts.Conversation != "" && !facts.OpensTurn {
 		parent = o.prompts[facts.Conversation]
+	}
+	if parent == "" && o.link != nil {
+		parent = o.link.parentAt(req.T, req.Dir == "in")
 	}
 	switch {
 	case facts.ToolUpdate != nil:
@@ -500,6 +535,9 @@ func (o *OTLP) Exchange(x *Exchange) error {
 	if o.payloads {
 		attrs = append(attrs, attr("rpctap.request.body", string(req.Payload)))
 	}
+	if o.link != nil && o.link.server != "" {
+		attrs = append(attrs, attr("rpctap.linked.server", o.link.server))
+	}
 	span := map[string]any{
 		"traceId": o.trace, "spanId": spanID, "name": name, "kind": kind,
 		"startTimeUnixNano": strconv.FormatInt(start, 10), "endTimeUnixNano": strconv.FormatInt(end, 10),
@@ -517,6 +555,18 @@ func (o *OTLP) End() error {
 	}
 	if o.send != nil {
 		return o.send.end()
+	}
+	if o.more {
+		return nil // RunLinked writes the next session's resource
+	}
+	return o.js.end()
+}
+
+// finish ends the output after the last session RunLinked exported (each
+// session's End sent or left open its part).
+func (o *OTLP) finish() error {
+	if o.send != nil {
+		return nil
 	}
 	return o.js.end()
 }
