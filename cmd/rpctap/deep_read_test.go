@@ -83,10 +83,8 @@ func recordDeepWith(t *testing.T, rp, work string, clientFlags, agentFlags []str
 // server's frames marked with its name; `view --dir` lists the two MCP
 // cassettes under the ACP one; `export --format otlp` gives one trace in
 // which every MCP span hangs under an ACP span (its execute_tool, or
-// session/new). Which tool call each tools/call lands under needs the
-// cassettes' clocks to agree within a millisecond (docs/viewer.md): it is
-// logged here, and asserted on fixtures (TestLinkedOneTimeline,
-// TestRunLinkedOneTrace, TestExportSendLinkedToCollector).
+// session/new), each tools/call under the execute_tool span of its own
+// tool call (created + t lines the cassettes up: TestRecordCreatedIsTimeZero).
 func TestDeepEndToEnd(t *testing.T) {
 	t.Parallel()
 	rp := realPeersRpctap(t)
@@ -180,6 +178,43 @@ func TestDeepEndToEnd(t *testing.T) {
 		t.Errorf("MCP spans: %d tools/call greet, %d server/discover, want 2 each", len(byName["tools/call greet"]), len(byName["server/discover"]))
 	}
 	t.Logf("linked spans by parent: %v", under)
+
+	// Each tools/call hangs under the execute_tool span of the tool call
+	// that made it, one each. The taps stamp a frame when they read it, so
+	// on a loaded machine the agent's tap may read its tool_call after the
+	// server's tap read the tools/call it caused; a session whose order
+	// came out so is recorded again (at most twice more), a wrong rule
+	// fails all three.
+	enclosed := func(spans []spanFields) (bool, map[string]string) {
+		names := map[string]string{}
+		for _, s := range spans {
+			names[s.SpanID] = s.Name
+		}
+		got := map[string]string{}
+		parents := map[string]bool{}
+		for _, s := range spans {
+			if s.Name == "tools/call greet" {
+				got[s.SpanID] = names[s.ParentSpanID]
+				if strings.HasPrefix(names[s.ParentSpanID], "execute_tool greet via mcp-") {
+					parents[s.ParentSpanID] = true
+				}
+			}
+		}
+		return len(got) == 2 && len(parents) == 2, got
+	}
+	ok, got := enclosed(spans)
+	for try := 2; !ok && try <= 3; try++ {
+		t.Logf("recording %d: tools/call spans under %v; recording again", try-1, got)
+		p := recordDeep(t, rp, t.TempDir())
+		if x := run(t, work, "", rp, "export", "--format", "otlp", "-o", o, p); x.code != 0 {
+			t.Fatalf("export: exit %d\n%s", x.code, x.stderr)
+		}
+		b, _ := os.ReadFile(o)
+		ok, got = enclosed(readSpans(t, b))
+	}
+	if !ok {
+		t.Errorf("tools/call spans under %v, want each under its own execute_tool span, in three recordings", got)
+	}
 
 	// Servers started at the first prompt, then handed again by a
 	// session/load: four linked cassettes, the second pair named by the
