@@ -43,6 +43,7 @@ type state struct {
 	scope  []string // resources entered: the dynamic scope of $dynamicRef
 	bits   []uint64 // evaluated-member/element sets (unevaluated*), bump-allocated
 	depth  int
+	loop   bool // the depth limit was met
 	order  []int32
 }
 
@@ -157,13 +158,13 @@ func (s *Schema) Validate(inst []byte) ([]Error, error) {
 // run validates value vi against n, from the root's dynamic scope, with
 // the instance location at the root or one member under it.
 func (st *state) run(n *node, vi int32, at *step) *Error {
-	st.err, st.quiet, st.frozen, st.depth = nil, 0, 0, 0
+	st.err, st.quiet, st.frozen, st.depth, st.loop = nil, 0, 0, 0, false
 	st.path, st.scope, st.bits = st.path[:0], st.scope[:0], st.bits[:0]
 	if at != nil {
 		st.path = append(st.path, *at)
 		st.scope = append(st.scope, st.s.root.res)
 	}
-	if st.validate(n, vi, st.newEval(vi)) {
+	if st.validate(n, vi, st.newEval(vi)) && !st.loop {
 		return nil
 	}
 	if st.err == nil { // cannot happen: every failure path reports
@@ -265,7 +266,10 @@ func (st *state) validate(n *node, vi int32, ev evs) bool {
 		return false
 	}
 	if st.depth >= maxSchemaDepth {
-		if st.loud() {
+		// A loop of references that consumes no input: the value is
+		// rejected whatever branch (not, anyOf) met it.
+		if !st.loop {
+			st.loop, st.err = true, nil
 			st.fail(n, "$ref: schemas nested %d deep without consuming the value (a reference loop)", st.depth)
 		}
 		return false
@@ -275,7 +279,17 @@ func (st *state) validate(n *node, vi int32, ev evs) bool {
 	if scoped {
 		st.scope = append(st.scope, n.res)
 	}
-	ok := st.keywords(n, vi, ev)
+	var ok bool
+	if (n.uneProps != nil || n.uneItems != nil) && ev.off >= 0 {
+		// unevaluated* see what this schema and its in-place subschemas
+		// evaluated, not what its siblings did.
+		local := st.child(ev)
+		if ok = st.keywords(n, vi, local); ok {
+			st.merge(ev, local)
+		}
+	} else {
+		ok = st.keywords(n, vi, ev)
+	}
 	if scoped {
 		st.scope = st.scope[:len(st.scope)-1]
 	}
