@@ -36,7 +36,7 @@ before pointing it at a real agent.`,
   rpctap view demo.cassette`,
 		Flags: func(fs *pflag.FlagSet) func([]string, Stdio) error {
 			o := &demoOptions{}
-			fs.StringVarP(&o.Output, "output", "o", "demo.cassette", "where to write the cassette (replaced if it exists)")
+			fs.StringVarP(&o.Output, "output", "o", "demo.cassette", "where to write the cassette (an earlier demo recording there is replaced; any other file is refused)")
 			fs.DurationVar(&o.Delay, "delay", 20*time.Millisecond, "pause between the agent's streamed chunks")
 			fs.BoolVar(&o.Deny, "deny", false, "answer the agent's permission request with 'reject'")
 			fs.BoolVarP(&o.Quiet, "quiet", "q", false, "do not print the recording afterwards")
@@ -121,15 +121,17 @@ func runDemo(o *demoOptions, stdio Stdio) error {
 	if err != nil {
 		return err
 	}
-	// The demo's cassette is disposable and record refuses to overwrite, so
-	// an old one is removed first; anything that is not a regular file is
-	// refused, never removed.
+	// The demo records into a temporary file beside the target and puts it
+	// in place only once the session is complete, so a killed or failed
+	// demo leaves the old file as it was. The file it replaces must be an
+	// earlier demo recording: a user's own cassette that happens to have the
+	// name (or any other file) is never replaced.
 	if st, err := os.Lstat(out); err == nil {
 		if !st.Mode().IsRegular() {
 			return Usagef("demo: -o %s is not a file (a directory?); give a file name such as %s", o.Output, filepath.Join(o.Output, "demo.cassette"))
 		}
-		if err := os.Remove(out); err != nil {
-			return fmt.Errorf("demo: cannot replace %s: %w", o.Output, err)
+		if !isDemoCassette(out) {
+			return Usagef("demo: %s exists and is not a demo recording; rpctap does not replace it: give another -o", o.Output)
 		}
 	}
 	// A missing directory is created (0700), as record does for -o and
@@ -137,13 +139,11 @@ func runDemo(o *demoOptions, stdio Stdio) error {
 	if err := safefile.MkdirFor(out); err != nil {
 		return fmt.Errorf("demo: cannot write %s: %v", o.Output, err)
 	}
-	// Find out now, not after the session, whether the file can be made.
-	if f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err != nil {
+	tmp, err := safefile.Beside(out)
+	if err != nil {
 		return fmt.Errorf("demo: cannot write %s: %v", o.Output, errors.Unwrap(err))
-	} else {
-		f.Close()
-		os.Remove(out)
 	}
+	defer safefile.Discard(tmp)
 	// The agent runs as "rpctap demo-agent", found through PATH, so the
 	// recording names rpctap and not the temporary path `go run` built it at.
 	agentCmd, env := self, os.Environ()
@@ -151,15 +151,18 @@ func runDemo(o *demoOptions, stdio Stdio) error {
 		agentCmd = "rpctap"
 		env = append(env, "PATH="+filepath.Dir(self)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	}
-	agent := []string{self, "record", "-q", "-o", out, "--", agentCmd, "demo-agent", "--delay", o.Delay.String()}
+	agent := []string{self, "record", "-q", "-o", tmp, "--", agentCmd, "demo-agent", "--delay", o.Delay.String()}
 	fmt.Fprintf(stdio.Out, "$ rpctap record -o %s -- rpctap demo-agent\n\n", o.Output)
 	if err := runDemoClientEnv(agent, env, o.Deny, stdio); err != nil {
 		return err
 	}
 	// Success is said only of a complete cassette: record keeps the session
 	// going when it cannot write (a read-only or missing path), so check.
-	if err := completeCassette(out); err != nil {
+	if err := completeCassette(tmp); err != nil {
 		return fmt.Errorf("demo: the session ran but was not recorded to %s: %v", o.Output, err)
+	}
+	if err := safefile.Commit(tmp, out, safefile.Options{Verify: completeCassette}); err != nil {
+		return writeFailed("demo", err)
 	}
 	fmt.Fprintf(stdio.Out, "\nrecorded %s\n", o.Output)
 	if o.Quiet {
@@ -171,6 +174,18 @@ func runDemo(o *demoOptions, stdio Stdio) error {
 	}
 	fmt.Fprintf(stdio.Out, "\nnext: rpctap view %s   |   rpctap check %s   |   rpctap replay %s\n", o.Output, o.Output, o.Output)
 	return nil
+}
+
+// isDemoCassette reports whether path is a cassette `rpctap demo` wrote:
+// its recorded command is the bundled demo agent.
+func isDemoCassette(path string) bool {
+	rd, err := cassette.Open(path)
+	if err != nil {
+		return false
+	}
+	defer rd.Close()
+	argv := rd.Header().Argv
+	return len(argv) >= 2 && argv[1] == "demo-agent"
 }
 
 // completeCassette reports why the cassette at path is not a complete

@@ -136,15 +136,18 @@ func runImport(o *importOptions, args []string, stdio Stdio) error {
 	if direct, _ := safefile.Direct(o.Output); direct {
 		report = stdio.Err
 	}
-	if _, err := fmt.Fprintf(report, "imported %d messages from %s into %s\n", len(l.Messages), in, o.Output); err != nil {
+	if _, err := fmt.Fprintf(report, "imported %s from %s into %s\n", plural(len(l.Messages), "message"), in, o.Output); err != nil {
 		return fmt.Errorf("cannot write the report (%s is written): %v", o.Output, err)
 	}
 	if len(l.Problems) > 0 {
 		more := ""
 		if n := len(l.Problems) - 1; n > 0 {
-			more = fmt.Sprintf(" (and %d more entries)", n)
+			more = " (and 1 more entry)"
+			if n > 1 {
+				more = fmt.Sprintf(" (and %d more entries)", n)
+			}
 		}
-		return Inputf("%s %s%s; the %d messages read are in %s", in, l.Problems[0], more, len(l.Messages), o.Output)
+		return Inputf("%s %s%s; %s read, kept in %s", in, l.Problems[0], more, plural(len(l.Messages), "message"), o.Output)
 	}
 	return nil
 }

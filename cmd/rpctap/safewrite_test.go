@@ -559,3 +559,101 @@ func TestVerifyUpdateThroughSymlink(t *testing.T) {
 		}
 	}
 }
+
+// TestKilledDemoLeavesTarget: `rpctap demo` records beside its target and
+// renames only a complete session into place, so a demo killed mid-session
+// (its whole process group, SIGKILL) leaves the earlier demo recording as it
+// was, and SIGTERM to rpctap alone leaves no temporary file behind. (After
+// SIGKILL the sink, which survives its tap by design, finishes the hidden
+// temporary recording; nothing can remove it then.)
+func TestKilledDemoLeavesTarget(t *testing.T) {
+	t.Parallel()
+	rp := rpctapPath(t)
+	dir := t.TempDir()
+	target := filepath.Join(dir, "demo.cassette")
+	if r := run(t, dir, "", rp, "demo", "-q", "--delay", "0", "-o", target); r.code != 0 {
+		t.Fatalf("demo: exit %d\n%s", r.code, r.stderr)
+	}
+	before := fileBytes(t, target)
+	temps := func() []string {
+		left, _ := filepath.Glob(filepath.Join(dir, ".demo.cassette.rpctap-tmp-*"))
+		return left
+	}
+	var afterKill []string
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
+		if sig == syscall.SIGTERM {
+			afterKill = temps()
+		}
+		cmd := exec.Command(rp, "demo", "-q", "--delay", "400ms", "-o", target)
+		cmd.Dir = dir
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(700 * time.Millisecond)
+		if sig == syscall.SIGKILL {
+			syscall.Kill(-cmd.Process.Pid, sig)
+		} else {
+			cmd.Process.Signal(sig)
+		}
+		cmd.Wait()
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
+			t.Fatalf("%v: demo finished before it was killed (%v): make the session slower", sig, cmd.ProcessState)
+		}
+		if !bytes.Equal(fileBytes(t, target), before) {
+			t.Fatalf("%v: the earlier demo recording changed", sig)
+		}
+	}
+	// The recorder of the SIGTERM run ends when its stdin closes; give it
+	// the time to, then no temporary file may remain.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left := temps()
+		if len(left) <= len(afterKill) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("temporary files left: %v", left)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestShrinkTermEndsTestCommand: SIGTERM to shrink alone (a CI timeout,
+// kill PID) also ends the test command it is running, with everything that
+// command started, instead of leaving it to run on after shrink is gone.
+func TestShrinkTermEndsTestCommand(t *testing.T) {
+	t.Parallel()
+	rp := rpctapPath(t)
+	dir := t.TempDir()
+	demo := demoCassette(t, dir)
+	started := filepath.Join(dir, "started")
+	marker := filepath.Join(dir, "still-running")
+	// The first run (the preflight on the whole cassette) says it started,
+	// then a grandchild outlives a plain kill of sh unless its group ends.
+	test := `touch ` + started + `; (sleep 2; touch ` + marker + `) & wait`
+	cmd := exec.Command(rp, "shrink", "-o", filepath.Join(dir, "min.cassette"), "--test", test, demo)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		if _, err := os.Stat(started); err == nil {
+			break
+		}
+		if i == 100 {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatal("the test command never ran")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
+		t.Fatalf("shrink did not die of SIGTERM: %v", cmd.ProcessState)
+	}
+	time.Sleep(2500 * time.Millisecond)
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the test command's child ran on after shrink was terminated")
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rpctap/rpctap/cassette"
@@ -283,7 +284,17 @@ func runPredicate(cand string, child []string, o *shrinkOptions, match *regexp.R
 	var outb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &outb, &outb
 	cmd.WaitDelay = time.Second
-	err := cmd.Run()
+	// The run gets a process group of its own, so that a timeout ends
+	// everything it started (sh's children too), and so does a signal that
+	// ends shrink (safefile.TrackGroup).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	err := cmd.Start()
+	if err == nil {
+		untrack := safefile.TrackGroup(cmd.Process.Pid)
+		err = cmd.Wait()
+		untrack()
+	}
 	r := predResult{out: outb.Bytes(), check: o.Check != ""}
 	if ctx.Err() != nil {
 		r.timedOut = true

@@ -391,9 +391,10 @@ func Commit(tmp, path string, o Options) error {
 // affected: they write no temporary files.
 var pending = struct {
 	sync.Mutex
-	names map[string]int
-	sigc  chan os.Signal
-}{names: map[string]int{}}
+	names  map[string]int
+	groups map[int]int // process groups to end first (TrackGroup)
+	sigc   chan os.Signal
+}{names: map[string]int{}, groups: map[int]int{}}
 
 // Track registers name, a temporary file or directory the caller made, to
 // be removed (with everything in it) if the process is ended by SIGINT,
@@ -402,6 +403,38 @@ func Track(name string) (untrack func()) {
 	pending.Lock()
 	defer pending.Unlock()
 	pending.names[name]++
+	catchLocked()
+	var once sync.Once
+	return func() { once.Do(func() { forget(name) }) }
+}
+
+// TrackGroup registers pgid, the process group of a command the caller
+// runs on the user's behalf (shrink's test command), to be sent SIGKILL if
+// rpctap is ended by SIGINT, SIGTERM or SIGHUP before untrack is called.
+// A terminal's Ctrl-C reaches the whole foreground group anyway; a SIGTERM
+// to rpctap alone (a CI job's timeout, kill PID) would otherwise leave the
+// command running, writing into files that are about to be removed.
+func TrackGroup(pgid int) (untrack func()) {
+	pending.Lock()
+	defer pending.Unlock()
+	pending.groups[pgid]++
+	catchLocked()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			pending.Lock()
+			if pending.groups[pgid]--; pending.groups[pgid] <= 0 {
+				delete(pending.groups, pgid)
+			}
+			pending.Unlock()
+			releaseIfIdle()
+		})
+	}
+}
+
+// catchLocked starts catching the signals if nothing did yet. pending is
+// locked.
+func catchLocked() {
 	if pending.sigc == nil {
 		var sigs []os.Signal
 		for _, s := range []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
@@ -416,8 +449,6 @@ func Track(name string) (untrack func()) {
 			go interrupted(c)
 		}
 	}
-	var once sync.Once
-	return func() { once.Do(func() { forget(name) }) }
 }
 
 // forget drops name from the pending set; the last one gives the signals
@@ -431,7 +462,19 @@ func forget(name string) {
 	if pending.names[name]--; pending.names[name] == 0 {
 		delete(pending.names, name)
 	}
-	if len(pending.names) == 0 && pending.sigc != nil {
+	stopIfIdleLocked()
+}
+
+func releaseIfIdle() {
+	pending.Lock()
+	defer pending.Unlock()
+	stopIfIdleLocked()
+}
+
+// stopIfIdleLocked gives the signals back their default action when
+// nothing is pending. pending is locked.
+func stopIfIdleLocked() {
+	if len(pending.names) == 0 && len(pending.groups) == 0 && pending.sigc != nil {
 		signal.Stop(pending.sigc)
 		close(pending.sigc)
 		pending.sigc = nil
@@ -447,6 +490,10 @@ func interrupted(c chan os.Signal) {
 		return
 	}
 	pending.Lock()
+	for pgid := range pending.groups {
+		syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+	pending.groups = map[int]int{}
 	for name := range pending.names {
 		os.RemoveAll(name)
 	}
