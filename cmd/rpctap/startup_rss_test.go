@@ -60,6 +60,8 @@ func TestStartupRSS(t *testing.T) {
 		t.Errorf("the static binary is %d bytes, over the %d-byte limit", st.Size(), maxBinary)
 	}
 
+	checkLinkedModules(t, bin)
+
 	cas := filepath.Join(dir, "x.cassette")
 	rec := exec.Command(bin, "record", "-o", cas, "--", "cat")
 	stdin, err := rec.StdinPipe()
@@ -95,6 +97,49 @@ func TestStartupRSS(t *testing.T) {
 	if sinkRSS > maxSinkRSS {
 		t.Errorf("the sink peaks at %d KiB at startup, over the %d KiB limit", sinkRSS, maxSinkRSS)
 	}
+}
+
+// unlinked are modules that must not be linked into rpctap: each cost
+// every rpctap process memory at startup for a feature few runs use, and
+// each was replaced (docs/performance.md, "Startup"): the OpenTelemetry
+// SDK, gRPC and protobuf (OTLP is encoded by internal/export),
+// github.com/google/jsonschema-go (--schema is validated by
+// internal/jsonschema); the third-party validator the tests use as an
+// oracle must stay in the tests.
+var unlinked = []string{
+	"github.com/google/jsonschema-go",
+	"github.com/santhosh-tekuri/jsonschema",
+	"go.opentelemetry.io/otel",
+	"google.golang.org/grpc",
+	"google.golang.org/protobuf",
+}
+
+// checkLinkedModules fails when `go version -m` lists a module of unlinked
+// among the binary's dependencies.
+func checkLinkedModules(t *testing.T, bin string) {
+	t.Helper()
+	out, err := exec.Command("go", "version", "-m", bin).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go version -m: %v\n%s", err, out)
+	}
+	var deps []string
+	for _, l := range strings.Split(string(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) >= 2 && (f[0] == "dep" || f[0] == "=>") {
+			deps = append(deps, f[1])
+		}
+	}
+	if len(deps) == 0 {
+		t.Fatalf("go version -m lists no dependency module:\n%s", out)
+	}
+	for _, d := range deps {
+		for _, u := range unlinked {
+			if d == u || strings.HasPrefix(d, u+"/") {
+				t.Errorf("%s is linked into rpctap (go version -m); it must not be (see unlinked)", d)
+			}
+		}
+	}
+	t.Logf("linked modules: %s", strings.Join(deps, " "))
 }
 
 // childWith is the pid of a child of parent whose command line contains

@@ -11,10 +11,9 @@
 // or URLs (refused by Compile), "format" and the content keywords
 // (annotations only), and ECMA-262 regular expressions: "pattern" and
 // "patternProperties" are Go's RE2 syntax, which has no back-references or
-// look-arounds (a schema using them is refused), and where both accept a
-// pattern, \d, \w and \s are ASCII-only in RE2 and Unicode-aware in
-// ECMA-262 only with the u flag, so the two agree for the patterns JSON
-// Schema recommends.
+// look-arounds (a schema using them is refused); docs/protocols.md
+// ("schema") lists where RE2 and ECMA-262 read the same pattern
+// differently (\s, ".").
 //
 // A third-party validator checks it in the tests (differential and fuzz
 // tests against github.com/santhosh-tekuri/jsonschema/v6, and the upstream
@@ -224,7 +223,17 @@ var (
 	arrSchema = []string{"allOf", "anyOf", "oneOf", "prefixItems", "items"}
 )
 
-var anchorRE = regexp.MustCompile(`^[A-Za-z_][-A-Za-z0-9._]*$`)
+// validAnchor: ^[A-Za-z_][-A-Za-z0-9._]*$ (the meta-schema's pattern;
+// checked by hand, not by a regexp compiled at every process's start).
+func validAnchor(s string) bool {
+	for i, c := range []byte(s) {
+		letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_'
+		if !letter && (i == 0 || !(c >= '0' && c <= '9' || c == '-' || c == '.')) {
+			return false
+		}
+	}
+	return s != ""
+}
 
 // scan walks the schemas of the document, recording base URIs,
 // resources ($id) and anchors, before anything is compiled (a reference
@@ -273,7 +282,7 @@ func (c *compiler) scan(v any, ptr, base string, isRoot bool) error {
 				continue
 			}
 			s, _ := a.(string)
-			if !anchorRE.MatchString(s) {
+			if !validAnchor(s) {
 				return fmt.Errorf("%s at %s: %v is not a valid anchor name", kw, locName(ptr), a)
 			}
 			c.anchors[base+"#"+s] = ptr
