@@ -138,15 +138,18 @@ var opiCat = sync.OnceValue(func() *opiCatalogue {
 var opiErrorCodes = []string{"agent_busy", "harness_unavailable", "compaction_failed",
 	"extension_command_not_handled", "unsupported_trace_request"}
 
-// opiData are the `data` shapes of successful responses, by command.
-var opiData = map[string]*vt{
-	"set_model":          tObj(req("model", tString)),
-	"set_thinking_level": tObj(req("level", tString), req("enabled", tBool), optNull("budget_tokens", tUint)),
-	"compact": tObj(req("summary", tString), req("first_kept_entry_id", tString),
-		req("tokens_before", tUint), req("tokens_after", tUint), opt("diagnostics", tArr(opiCat().opiDiagnostic))),
-	"session_info": tObj(req("model", tString), req("resources", tObjAny), optNull("session_id", tString)),
-	"trace":        tObj(req("schema_version", tUint), req("records", tArr(tAny))),
-}
+// opiData are the `data` shapes of successful responses, by command (built
+// on first use, like the catalogue).
+var opiData = sync.OnceValue(func() map[string]*vt {
+	return map[string]*vt{
+		"set_model":          tObj(req("model", tString)),
+		"set_thinking_level": tObj(req("level", tString), req("enabled", tBool), optNull("budget_tokens", tUint)),
+		"compact": tObj(req("summary", tString), req("first_kept_entry_id", tString),
+			req("tokens_before", tUint), req("tokens_after", tUint), opt("diagnostics", tArr(opiCat().opiDiagnostic))),
+		"session_info": tObj(req("model", tString), req("resources", tObjAny), optNull("session_id", tString)),
+		"trace":        tObj(req("schema_version", tUint), req("records", tArr(tAny))),
+	}
+})
 
 // opiThinkingLevels are the levels the coding harness accepts.
 var opiThinkingLevels = []string{"off", "low", "medium", "high"}
@@ -225,7 +228,7 @@ func opiCheckResponse(c *checker, o robj) {
 	}
 	cmd, _ := o.str("command")
 	if d, has := o.get("data"); has && ok && !isNullRaw(d) {
-		if shape := opiData[cmd]; shape != nil {
+		if shape := opiData()[cmd]; shape != nil {
 			if cmd == "compact" {
 				// later versions answer "nothing compacted" with a success
 				if m, isObj := members(d); isObj {

@@ -85,20 +85,22 @@ var synapsCat = sync.OnceValue(func() *synapsCatalogue {
 // synapsBodies are the flattened response bodies src/cmd/rpc.rs produces,
 // by `command`. The wire type is an untyped serde_json::Value, so a body
 // that differs is a warning, not an error.
-var synapsBodies = map[string][]fld{
-	"prompt":               {req("ok", tBool), opt("cancelled", tBool), opt("error", tString), optNull("outcome", tAny)},
-	"auto_turn":            {req("ok", tBool), opt("cancelled", tBool), opt("error", tString), optNull("outcome", tAny)},
-	"compact":              {req("summary", tString), optNull("disclosure", tAny)},
-	"new_session":          {req("session_id", tString)},
-	"get_messages":         {req("messages", tArr(tObjAny))},
-	"set_model":            {req("model", tString)},
-	"get_available_models": {req("models", tArr(tObj(req("provider", tString), req("model_id", tString), req("model_name", tString))))},
-	"abort":                {req("ok", tBool)},
-	"get_session_stats": {req("input_tokens", tUint), req("output_tokens", tUint), req("cost", tNumber),
-		req("message_count", tUint), req("model", tString), req("session_id", tString)},
-	"get_state":  {req("streaming", tBool), req("model", tString), req("session_id", tString), req("message_count", tUint)},
-	"tools_list": {req("ok", tBool), req("tools", tArr(tObj(req("name", tString), opt("description", tString), optNull("input_schema", tAny))))},
-}
+var synapsBodies = sync.OnceValue(func() map[string][]fld {
+	return map[string][]fld{
+		"prompt":               {req("ok", tBool), opt("cancelled", tBool), opt("error", tString), optNull("outcome", tAny)},
+		"auto_turn":            {req("ok", tBool), opt("cancelled", tBool), opt("error", tString), optNull("outcome", tAny)},
+		"compact":              {req("summary", tString), optNull("disclosure", tAny)},
+		"new_session":          {req("session_id", tString)},
+		"get_messages":         {req("messages", tArr(tObjAny))},
+		"set_model":            {req("model", tString)},
+		"get_available_models": {req("models", tArr(tObj(req("provider", tString), req("model_id", tString), req("model_name", tString))))},
+		"abort":                {req("ok", tBool)},
+		"get_session_stats": {req("input_tokens", tUint), req("output_tokens", tUint), req("cost", tNumber),
+			req("message_count", tUint), req("model", tString), req("session_id", tString)},
+		"get_state":  {req("streaming", tBool), req("model", tString), req("session_id", tString), req("message_count", tUint)},
+		"tools_list": {req("ok", tBool), req("tools", tArr(tObj(req("name", tString), opt("description", tString), optNull("input_schema", tAny))))},
+	}
+})
 
 func (synapsProto) Name() string  { return "synaps" }
 func (synapsProto) MaxFrame() int { return synapsMaxFrame }
@@ -145,7 +147,7 @@ func (synapsProto) check(c *checker, dir Dir, frame []byte, info Info) {
 		}
 	case "response":
 		cmd, _ := o.str("command")
-		if body, ok := synapsBodies[cmd]; ok {
+		if body, ok := synapsBodies()[cmd]; ok {
 			sub := checker{p: "synaps"}
 			sub.fields(o, body, "", "response to "+cmd)
 			for _, v := range sub.out {
