@@ -46,6 +46,7 @@ type Schema struct {
 	props map[string]*node // the root's properties, for per-member errors
 	track bool             // the schema uses unevaluated*: annotations are collected
 	dyn   map[string]*node // $dynamicAnchor "resource#name" -> schema
+	nodes map[string]*node // every compiled schema, by JSON pointer in the file
 	pool  sync.Pool        // *state
 }
 
@@ -159,7 +160,7 @@ func Compile(raw []byte, base string) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Schema{root: root, track: c.uneval, dyn: map[string]*node{}}
+	s := &Schema{root: root, track: c.uneval, dyn: map[string]*node{}, nodes: c.nodes}
 	for key, ptr := range c.dynamic {
 		if s.dyn[key], err = c.compile(ptr); err != nil {
 			return nil, err

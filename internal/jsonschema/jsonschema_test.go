@@ -19,7 +19,9 @@ func TestValidateAllocs(t *testing.T) {
 	if errs, err := s.Validate(frame); err != nil || errs != nil {
 		t.Fatalf("valid frame: %v %v", errs, err)
 	}
-	if n := testing.AllocsPerRun(200, func() { s.Validate(frame) }); n != 0 {
+	if raceEnabled {
+		t.Log("allocations not counted with -race: sync.Pool drops items on purpose then")
+	} else if n := testing.AllocsPerRun(200, func() { s.Validate(frame) }); n != 0 {
 		t.Errorf("%v allocations per valid frame, want 0", n)
 	}
 	bad := []byte(`{"jsonrpc":"1.0","id":true,"params":{"text":""}}`)
