@@ -96,7 +96,8 @@ type Parent struct {
 	// Request is the id of the session/new or session/load request whose
 	// mcpServers started this recording, verbatim JSON (1, "a").
 	Request json.RawMessage `json:"request"`
-	// Method is that request's method: "session/new" or "session/load".
+	// Method is that request's method: "session/new", "session/load",
+	// "session/fork" or "session/resume".
 	Method string `json:"method,omitempty"`
 	// Server is the name of the mcpServers entry ("name" member).
 	Server string `json:"server,omitempty"`

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -37,7 +38,7 @@ func TestPumpAllocatesNothingPerChunk(t *testing.T) {
 	}
 	defer cut.release()
 	obs := &countingObserver{}
-	p := &pump{s: newSession(obs, nil), stream: Stdout, src: newRawFD(in[0], cut), dst: newRawFD(out[1], cut)}
+	p := &pump{s: newSession(obs, nil, time.Time{}), stream: Stdout, src: newRawFD(in[0], cut), dst: newRawFD(out[1], cut)}
 
 	const chunks, size = 8000, 4 << 10
 	start := make(chan struct{})

@@ -136,6 +136,14 @@ type Cmd struct {
 	// whose forwarding then fails (the reader went away) is observed whole.
 	ObserveFirst bool
 
+	// Epoch is the instant Chunk.T and Event.T count from; zero means when
+	// Start is called. record sets it to the instant its cassette header
+	// names as created, taken before it starts the recorder, so that
+	// created + T is the wall-clock time of every record (linked
+	// recordings of record --deep are lined up that way). It must not be
+	// after Start.
+	Epoch time.Time
+
 	// WakeStdin lets the tap read the parent's stdin without a poll(2)
 	// before each read (one system call less per hop, as cat reads), when
 	// stdin is a pipe on Linux. To end a read left blocked there when the
@@ -293,7 +301,7 @@ func (c *Cmd) Start() (err error) {
 	if c.Warn == nil {
 		c.Warn = c.Stderr
 	}
-	c.s = newSession(c.Observer, c.Warn)
+	c.s = newSession(c.Observer, c.Warn, c.Epoch)
 	c.s.first = c.ObserveFirst
 
 	var closers []io.Closer
@@ -600,8 +608,13 @@ type session struct {
 	warn   io.Writer
 }
 
-func newSession(obs Observer, warn io.Writer) *session {
-	return &session{start: time.Now(), obs: obs, warn: warn}
+// newSession starts a session whose times count from epoch (now when it
+// is zero).
+func newSession(obs Observer, warn io.Writer, epoch time.Time) *session {
+	if epoch.IsZero() || epoch.After(time.Now()) {
+		epoch = time.Now()
+	}
+	return &session{start: epoch, obs: obs, warn: warn}
 }
 
 func (s *session) now() int64 { return int64(time.Since(s.start)) }

@@ -42,6 +42,8 @@ type Proxy struct {
 	Warn     io.Writer     // rpctap's own warnings; nil is os.Stderr
 	// ObserveFirst: see Cmd.ObserveFirst.
 	ObserveFirst bool
+	// Epoch: see Cmd.Epoch.
+	Epoch time.Time
 
 	ln    *net.UnixListener
 	s     *session
@@ -91,7 +93,7 @@ func (p *Proxy) Serve(ctx context.Context) error {
 	if p.Warn == nil {
 		p.Warn = os.Stderr
 	}
-	p.s = newSession(p.Observer, p.Warn)
+	p.s = newSession(p.Observer, p.Warn, p.Epoch)
 	p.s.first = p.ObserveFirst
 	defer p.s.close()
 	if err := p.Bind(); err != nil {

@@ -52,6 +52,7 @@ type recordOptions struct {
 	Break            []string
 	Rewrite          []string
 	rewrites         rewrite.Rules
+	deep             deepOptions // --deep, --parent-* (record_deep.go)
 }
 
 func init() {
@@ -92,6 +93,18 @@ Secrets (token, secret, password, api_key, apiKey, authorization,
 session_token, environment values) are redacted in the cassette by default;
 the live session is never altered.
 
+Linked recordings (--deep, ACP agents): the tap rewrites each stdio entry
+of mcpServers in session/new, session/load, session/fork and
+session/resume so that the agent starts that MCP server under this rpctap:
+  rpctap record --dir DIR --parent-cassette NAME --parent-request ID
+    --parent-method METHOD --parent-server SERVER [--redact K | --no-redact]
+    -- COMMAND ARGS...
+DIR is this cassette's directory and NAME its file name; each server's
+cassette names it in its header (parent). This cassette's header has
+deep: true and keeps the request as the agent got it and, in the intercept
+event after it, as the client sent it. HTTP/SSE entries and entries that
+run under rpctap record already are left alone. See docs/deep.md.
+
 Socket mode (--listen/--upstream): rpctap listens on a Unix socket and, for
 each connection, dials the real socket and records both directions ("in" is
 client to upstream, "out" upstream to client) as connection 1, 2, ... It
@@ -116,6 +129,9 @@ missing command, 126 if CMD cannot be executed, 127 if it is not found.`,
   rpctap record -o fail.cassette --fault 'error method=tools/list' -- my-mcp-server
   rpctap record -o crash.cassette --fault 'kill frame=3' -- my-agent --acp
 
+  # An ACP agent and every stdio MCP server the editor hands it, linked
+  rpctap record --deep --dir /tmp/tapes -- my-agent --acp
+
   # A Unix-socket protocol: point the client at /tmp/s.sock
   rpctap record --listen /tmp/s.sock --upstream /run/agent.sock`,
 		Flags: func(fs *pflag.FlagSet) func(args []string, stdio Stdio) error {
@@ -138,6 +154,11 @@ missing command, 126 if CMD cannot be executed, 127 if it is not found.`,
 			fs.BoolVar(&o.Intercept, "intercept", false, "open a control socket to hold, edit, drop and inject frames (see 'rpctap ctl' and docs/intercept.md)")
 			fs.DurationVar(&o.InterceptTimeout, "intercept-timeout", 0, "forward a held frame unchanged after `DURATION` (0: hold until told)")
 			fs.StringArrayVar(&o.Break, "break", nil, "with --intercept: hold frames matching the filter `EXPR` from the first frame on (repeatable)")
+			fs.BoolVar(&o.deep.Deep, "deep", false, "ACP agents: run each stdio MCP server the agent is handed in session/new, session/load, session/fork or session/resume under rpctap record too, into this cassette's directory, each recording linked to this one (see docs/deep.md)")
+			fs.StringVar(&o.deep.ParentCassette, "parent-cassette", "", "written by --deep: this recording is linked to the cassette `FILE` (a name in the same directory)")
+			fs.StringVar(&o.deep.ParentRequest, "parent-request", "", "written by --deep: the `ID` (JSON) of the parent's request that started this server")
+			fs.StringVar(&o.deep.ParentMethod, "parent-method", "", "written by --deep: that request's `METHOD` (session/new, session/load, ...)")
+			fs.StringVar(&o.deep.ParentServer, "parent-server", "", "written by --deep: the mcpServers entry's `NAME`")
 			fs.StringArrayVar(&o.Rewrite, "rewrite", nil, "change the frames a filter selects: `'EXPR => ACTION'`, ACTION set PATH JSON, delete PATH or error CODE MESSAGE (repeatable; each change is marked in the cassette with the original)")
 			return func(args []string, stdio Stdio) error { return runRecord(&o, args, stdio) }
 		},
@@ -158,6 +179,9 @@ func runRecord(o *recordOptions, args []string, stdio Stdio) error {
 		return err
 	}
 	if err := o.checkIntercept(); err != nil {
+		return err
+	}
+	if err := o.checkDeep(); err != nil {
 		return err
 	}
 	if o.Portable && o.Listen != "" {
@@ -208,9 +232,21 @@ func runRecord(o *recordOptions, args []string, stdio Stdio) error {
 	// The cassette's directory is made before anything runs: a path that
 	// cannot be created is the user's to fix (issue 20: one line, non-zero,
 	// nothing started). Trouble once recording (a full disk) is a warning.
+	h.Parent = o.deep.parent
 	path, err := cassettePath(o, filepath.Base(args[0]), start)
-	if err != nil {
+	if err != nil && h.Parent != nil {
+		deepUnrecorded(stdio, err)
+		path = ""
+	} else if err != nil {
 		return &ExitError{Code: ExitInternal, Err: fmt.Errorf("record: %v; nothing was started (choose another place with -o, --dir or RPCTAP_DIR)", err)}
+	}
+	if o.deep.Deep && path != "" {
+		r, err := o.deepRule(path)
+		if err != nil {
+			return &ExitError{Code: ExitInternal, Err: fmt.Errorf("record: --deep: %v", err)}
+		}
+		o.rewrites = append(o.rewrites, r)
+		h.Deep = true
 	}
 	ic, err := startIntercept(o, stdio)
 	if err != nil {
@@ -222,13 +258,18 @@ func runRecord(o *recordOptions, args []string, stdio Stdio) error {
 			h.Control = ic.ln.Path()
 		}
 	}
-	obs, casPath := startRecorder(o, h, path, stdio)
+	var obs tap.Observer
+	var casPath string
+	if path != "" {
+		obs, casPath = startRecorder(o, h, path, stdio)
+	}
 	if ic != nil && obs != nil {
 		ic.s.SetCassette(casPath)
 	}
 
 	tuneForwarding()
 	c := tap.Command(args[0], args[1:]...)
+	c.Epoch = start // created + t is each record's wall-clock time
 	c.Grace = o.Grace
 	c.Stderr = os.Stderr
 	var detached []*os.File
@@ -400,7 +441,7 @@ func recordSocket(o *recordOptions, stdio Stdio) error {
 	if err != nil {
 		return &ExitError{Code: ExitInternal, Err: fmt.Errorf("record: %v; not listening (choose another place with -o, --dir or RPCTAP_DIR)", err)}
 	}
-	p := &tap.Proxy{Listen: o.Listen, Upstream: o.Upstream, Grace: o.Grace, Warn: stdio.Err}
+	p := &tap.Proxy{Listen: o.Listen, Upstream: o.Upstream, Grace: o.Grace, Warn: stdio.Err, Epoch: start}
 	if err := p.Bind(); err != nil {
 		return err
 	}

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rpctap/rpctap/cassette"
 )
 
 // These tests run the real rpctap (testscript.Main in main_test.go puts
@@ -465,5 +467,59 @@ func TestRecordDemoEventOrder(t *testing.T) {
 		if t.Failed() {
 			break
 		}
+	}
+}
+
+// TestRecordCreatedIsTimeZero: the header's created is the instant the
+// records' t counts from, so created + t is when the tap read a frame: never
+// before the child wrote it. (It used to be stamped before the sink was
+// started, a few ms before the tap's time zero, which put linked recordings
+// of record --deep out of order.) The child prints its wall clock in ns.
+func TestRecordCreatedIsTimeZero(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("date"); err != nil {
+		t.Skip("needs date(1)")
+	}
+	rp := rpctapPath(t)
+	dir := t.TempDir()
+	cas := filepath.Join(dir, "x.cassette")
+	child := `for i in 1 2 3; do echo "{\"jsonrpc\":\"2.0\",\"method\":\"tick\",\"params\":{\"ns\":$(date +%s%N)}}"; done`
+	if r := run(t, dir, "", rp, "record", "-q", "-o", cas, "--", "sh", "-c", child); r.code != 0 {
+		t.Fatalf("record: exit %d\n%s", r.code, r.stderr)
+	}
+	rd, err := cassette.Open(cas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	created, err := time.Parse(time.RFC3339Nano, rd.Header().Created)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames := 0
+	for {
+		rec, err := rd.Next()
+		if err != nil {
+			break
+		}
+		if rec.K != cassette.KindFrame {
+			continue
+		}
+		var m struct {
+			Params struct {
+				NS int64 `json:"ns"`
+			} `json:"params"`
+		}
+		if err := json.Unmarshal(rec.Payload(), &m); err != nil || m.Params.NS == 0 {
+			t.Fatalf("frame %s: %v", rec.Payload(), err)
+		}
+		frames++
+		read := created.Add(time.Duration(rec.T))
+		if wrote := time.Unix(0, m.Params.NS); read.Before(wrote) {
+			t.Errorf("record %d: created + t is %v, %v before the child wrote the frame", rec.N, read.Format(time.RFC3339Nano), wrote.Sub(read))
+		}
+	}
+	if frames != 3 {
+		t.Fatalf("%d frames, want 3", frames)
 	}
 }

@@ -20,6 +20,7 @@ import (
 type wrapOptions struct {
 	Config string
 	DryRun bool
+	Deep   bool
 	Only   []string
 	Dir    string
 	Rpctap string
@@ -45,6 +46,10 @@ each entry change: comments, trailing commas, key order, env and cwd stay
 as they are, byte for byte. rpctap is named by its absolute path because
 clients often start servers with a minimal PATH.
 
+With --deep, ACP agents (Zed's agent_servers) run under 'rpctap record
+--deep': the MCP servers each session hands the agent are recorded too, into
+cassettes linked to the agent's (docs/deep.md).
+
 Entries already running under rpctap record (wrapped by hand too) are left
 as they are, so wrapping twice is wrapping once. HTTP and SSE entries are
 left alone with a note. Before any change the file is copied to
@@ -67,6 +72,7 @@ Code rewrites its config all the time) is kept.`,
 			wrapFlags(fs, o)
 			fs.StringVar(&o.Dir, "dir", "", "the directory `DIR` the wrapped commands record into (default: record's, $RPCTAP_DIR or ~/.local/state/rpctap/cassettes)")
 			fs.StringVar(&o.Rpctap, "rpctap", "", "the rpctap `PATH` to write into the config (default: this one)")
+			fs.BoolVar(&o.Deep, "deep", false, "record ACP agents (Zed's agent_servers) with --deep: the MCP servers each session gives the agent are recorded too, linked to the agent's cassette (docs/deep.md)")
 			fs.BoolVar(&o.List, "list", false, "show each known client's configs found here, their entries and whether they are wrapped")
 			return func(args []string, stdio Stdio) error { return runWrap(o, args, stdio) }
 		},
@@ -202,7 +208,7 @@ func runWrapTo(o *wrapOptions, args []string, stdio Stdio) error {
 	if o.unwrap {
 		op = wrap.OpUnwrap
 	}
-	opts := wrap.Options{Self: o.Rpctap, Dir: o.Dir, Only: o.Only}
+	opts := wrap.Options{Self: o.Rpctap, Dir: o.Dir, Only: o.Only, Deep: o.Deep}
 	// Plan every file before writing any, so that a file that does not
 	// parse stops the command before it changed anything.
 	var plans []*wrap.Result

@@ -45,6 +45,19 @@ type Rule struct {
 	Message string
 
 	filter filterexpr.Filter
+	fn     func([]byte) ([]byte, error) // Op "func": a rewrite of Go code's
+}
+
+// Func makes a rule whose action is Go code (record --deep's deeptap): fn
+// returns the frame to send instead, or an error when it has nothing to do.
+// text names the rule in the intercept event's bp; expr selects the frames
+// fn sees (filterexpr.ParseBreakpoint).
+func Func(text, expr string, fn func(frame []byte) ([]byte, error)) (Rule, error) {
+	f, err := filterexpr.ParseBreakpoint(expr)
+	if err != nil {
+		return Rule{}, err
+	}
+	return Rule{Text: text, Expr: expr, Op: "func", filter: f, fn: fn}, nil
 }
 
 // Parse reads one rule: "EXPR => ACTION". The expression is a breakpoint
@@ -171,6 +184,8 @@ func (rs Rules) Apply(r *cassette.Record, m filterexpr.MatchInfo) ([]byte, *Chan
 
 func (r *Rule) apply(frame []byte) ([]byte, error) {
 	switch r.Op {
+	case "func":
+		return r.fn(frame)
 	case "set":
 		return setPath(frame, r.Path, r.Value)
 	case "delete":

@@ -24,6 +24,11 @@ var Programs = map[string]string{
 	"mcpclient": "github.com/modelcontextprotocol/go-sdk/examples/client/listfeatures",
 	"mcpserver": "github.com/modelcontextprotocol/go-sdk/examples/server/everything",
 	"testpeer":  "github.com/rpctap/rpctap/replay/internal/testpeer",
+	// record --deep's pair: an ACP agent (ACP Go SDK) that starts the
+	// stdio MCP servers it is handed with the MCP Go SDK's client, and an
+	// ACP client that hands it some.
+	"deepagent":  "github.com/rpctap/rpctap/internal/testpeers/deepagent",
+	"deepclient": "github.com/rpctap/rpctap/internal/testpeers/deepclient",
 }
 
 var (

@@ -26,6 +26,10 @@ type Options struct {
 	Self string   // rpctap's absolute path, written as the command
 	Dir  string   // the cassette directory, written after --dir
 	Only []string // entry names to edit; all when empty
+	// Deep adds record's --deep to ACP agent entries (Zed's agent_servers),
+	// so that the MCP servers each agent is given in a session are recorded
+	// too, as linked cassettes (docs/deep.md). MCP entries are unaffected.
+	Deep bool
 }
 
 // Change is what an edit did (or would do) to one entry.
@@ -93,10 +97,12 @@ func PlanBytes(spec Spec, src []byte, op Op, o Options) (*Result, error) {
 			c.Action = "already wrapped"
 			if e.Wrapped.ByHand {
 				c.Note = "by hand"
+			} else if o.Deep && e.ACP() && !e.Wrapped.Deep() {
+				c.Note = "without --deep: unwrap it first to wrap it with --deep"
 			}
 		case op == OpWrap:
 			c.Action = "wrapped"
-			sp = append(sp, e.wrapSplices(o.Self, o.Dir)...)
+			sp = append(sp, e.wrapSplices(o.Self, o.Dir, o.Deep && e.ACP())...)
 		case e.Wrapped == nil:
 			c.Action = "not wrapped"
 		case len(e.Wrapped.Inner) == 0:

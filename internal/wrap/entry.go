@@ -81,6 +81,20 @@ type Wrapped struct {
 	added bool // the args member was added by wrap ("--dir=DIR")
 }
 
+// ACP reports whether the entry is an ACP agent (Zed's agent_servers)
+// rather than an MCP server or a language server.
+func (e *Entry) ACP() bool { return e.Section == "agent_servers" }
+
+// Deep reports whether the wrapper records with --deep.
+func (w *Wrapped) Deep() bool {
+	for _, f := range w.Flags {
+		if f == "--deep" {
+			return true
+		}
+	}
+	return false
+}
+
 // Line is the command line the entry runs: the command, then its args.
 func (e *Entry) Line() []string { return append([]string{e.Command}, e.Args...) }
 
@@ -188,6 +202,17 @@ var recordValueFlags = map[string]bool{
 	"-o": true, "--output": true, "--dir": true, "--protocol": true, "--schema": true,
 	"--redact": true, "--framing": true, "--grace": true, "--listen": true,
 	"--upstream": true, "--fault": true, "--faults": true, "--rewrite": true,
+	"--parent-cassette": true, "--parent-request": true, "--parent-method": true, "--parent-server": true,
+}
+
+// Recognise returns how the command line command args runs under rpctap
+// record, or nil when it does not. record --deep (package deeptap) asks it
+// so that an ACP mcpServers entry wrapped already (by wrap, by hand or by
+// a deep tap further up) is not wrapped twice.
+func Recognise(command string, args []string) *Wrapped {
+	e := Entry{Command: command, Args: args}
+	e.recognise()
+	return e.Wrapped
 }
 
 // recognise fills e.Wrapped when the entry runs under rpctap record.
@@ -214,23 +239,34 @@ func (e *Entry) recognise() {
 		}
 	}
 	w.Inner = e.Args[w.inner:]
-	ours := dashdash && ((len(w.Flags) == 2 && w.Flags[0] == "--dir") ||
-		(len(w.Flags) == 1 && strings.HasPrefix(w.Flags[0], "--dir=")))
+	// wrap writes "--dir", DIR or "--dir=DIR" (an args member it added),
+	// then "--deep" with wrap --deep.
+	flags := w.Flags
+	if n := len(flags); n > 0 && flags[n-1] == "--deep" {
+		flags = flags[:n-1]
+	}
+	ours := dashdash && ((len(flags) == 2 && flags[0] == "--dir") ||
+		(len(flags) == 1 && strings.HasPrefix(flags[0], "--dir=")))
 	w.ByHand = !ours
-	w.added = ours && len(w.Flags) == 1 && len(w.Inner) == 1
+	w.added = ours && len(flags) == 1 && len(w.Inner) == 1
 	e.Wrapped = w
 }
 
 // wrapSplices are the edits that wrap e to record into dir with the rpctap
-// at self; nil when e is not a stdio entry or already wrapped.
-func (e *Entry) wrapSplices(self, dir string) []splice {
+// at self (with --deep when deep); nil when e is not a stdio entry or
+// already wrapped.
+func (e *Entry) wrapSplices(self, dir string, deep bool) []splice {
 	if e.Skip != "" || e.Wrapped != nil {
 		return nil
 	}
 	f := e.format
 	sp := []splice{{e.cmd.start, e.cmd.end, quote(f, self)}}
 	if e.args != nil {
-		pre := []string{quote(f, "record"), quote(f, "--dir"), quote(f, dir), quote(f, "--"), string(e.cmd.raw)}
+		pre := []string{quote(f, "record"), quote(f, "--dir"), quote(f, dir)}
+		if deep {
+			pre = append(pre, quote(f, "--deep"))
+		}
+		pre = append(pre, quote(f, "--"), string(e.cmd.raw))
 		if len(e.args.elems) > 0 {
 			at := e.args.elems[0].start
 			sp = append(sp, splice{at, at, strings.Join(pre, ", ") + ", "})
@@ -239,7 +275,11 @@ func (e *Entry) wrapSplices(self, dir string) []splice {
 		}
 		return sp
 	}
-	elems := []string{quote(f, "record"), quote(f, "--dir="+dir), quote(f, "--"), string(e.cmd.raw)}
+	elems := []string{quote(f, "record"), quote(f, "--dir="+dir)}
+	if deep {
+		elems = append(elems, quote(f, "--deep"))
+	}
+	elems = append(elems, quote(f, "--"), string(e.cmd.raw))
 	a := e.addArgs
 	sp = append(sp, splice{a.at, a.at, a.pre + argsMember(f, elems) + a.post})
 	return sp

@@ -445,3 +445,76 @@ func TestWrapSelfUnderAnotherName(t *testing.T) {
 		t.Fatalf("/bin/sh taken for rpctap: %v %+v", err, es)
 	}
 }
+
+// TestWrapDeep: with Deep, Zed's ACP agents are wrapped with record --deep
+// and its MCP servers are not; the result reads back as wrapped by wrap
+// (not by hand), wrapping again changes nothing, and unwrap gives the
+// original bytes back. An agent wrapped earlier without --deep is left as
+// it is, with a note saying how to get --deep.
+func TestWrapDeep(t *testing.T) {
+	orig, err := os.ReadFile(filepath.Join("testdata", "zed.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := specFor(t, "zed", "zed.json")
+	deep := testOpts
+	deep.Deep = true
+	w, err := PlanBytes(spec, orig, OpWrap, deep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, err := spec.Parse(w.After)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		if e.Wrapped == nil {
+			continue
+		}
+		if e.Wrapped.ByHand {
+			t.Errorf("%s: read back as wrapped by hand: %q", e.Name, e.Args)
+		}
+		if e.Wrapped.Deep() != e.ACP() {
+			t.Errorf("%s (%s): --deep %v, want it on ACP agents only: %q", e.Name, e.Section, e.Wrapped.Deep(), e.Args)
+		}
+	}
+	if !strings.Contains(string(w.After), `"args": ["record", "--dir", "/var/tapes dir", "--deep", "--", "rpctap", "demo-agent"]`) {
+		t.Errorf("the agent's args:\n%s", w.After)
+	}
+	twice, err := PlanBytes(spec, w.After, OpWrap, deep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if twice.Changed() {
+		t.Errorf("wrapping twice changed the file:\n%s", diffString(w.After, twice.After))
+	}
+	un, err := PlanBytes(spec, w.After, OpUnwrap, deep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(un.After, orig) {
+		t.Errorf("unwrap did not give the original back:\n%s", diffString(orig, un.After))
+	}
+
+	// Wrapped without --deep first: --deep leaves the agent, and says why.
+	plain, err := PlanBytes(spec, orig, OpWrap, testOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := PlanBytes(spec, plain.After, OpWrap, deep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Changed() {
+		t.Errorf("--deep over a plain wrap changed the file")
+	}
+	var noted bool
+	for _, c := range again.Changes {
+		if c.Entry.Name == "Demo Agent" {
+			noted = c.Action == "already wrapped" && strings.Contains(c.Note, "unwrap it first")
+		}
+	}
+	if !noted {
+		t.Errorf("no note for the agent wrapped without --deep: %+v", again.Changes)
+	}
+}
