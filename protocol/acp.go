@@ -41,8 +41,8 @@ func (acpProto) validateIndexed(dir Dir, frame []byte, info Info, idx *jsonscan.
 // acpCatalogue is built once: building the shapes per frame allocated a
 // closure for every validated frame.
 var acpCatalogue = sync.OnceValue(func() rpcCatalogue {
-	shapes := make(map[string]rpcMethodShapes, len(acpMethods))
-	for m, am := range acpMethods {
+	shapes := make(map[string]rpcMethodShapes, len(acpMethods()))
+	for m, am := range acpMethods() {
 		shapes[m] = rpcMethodShapes{req: am.req, result: am.result, notif: am.notif, allowed: am.side.allows, side: am.side.String()}
 	}
 	return rpcCatalogue{

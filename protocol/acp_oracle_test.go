@@ -280,8 +280,8 @@ func acpTrafficCases(t *testing.T) []oracleCase {
 // is wrong in either direction (too strict, too lax) shows up.
 func acpGeneratedCases(t *testing.T, ref *acpOracle) []oracleCase {
 	var out []oracleCase
-	names := make([]string, 0, len(acpMethods))
-	for m := range acpMethods {
+	names := make([]string, 0, len(acpMethods()))
+	for m := range acpMethods() {
 		names = append(names, m)
 	}
 	sort.Strings(names)
@@ -291,7 +291,7 @@ func acpGeneratedCases(t *testing.T, ref *acpOracle) []oracleCase {
 		}
 	}
 	for m := range ref.methods {
-		if _, ok := acpMethods[m]; !ok {
+		if _, ok := acpMethods()[m]; !ok {
 			t.Errorf("v0.13.0 meta lists %q, missing from our catalogue", m)
 		}
 	}
@@ -301,7 +301,7 @@ func acpGeneratedCases(t *testing.T, ref *acpOracle) []oracleCase {
 	}
 	wrongValues := []any{json.Number("12345"), json.Number("-1"), json.Number("1.5"), "str", true, nil, []any{}, map[string]any{}}
 	for _, m := range names {
-		am := acpMethods[m]
+		am := acpMethods()[m]
 		dir := FromParent
 		if am.side == acpClientSide {
 			dir = FromChild

@@ -13,7 +13,7 @@ import (
 // and the facts telemetry records (acp.go holds the rules).
 
 // Catalogue: the methods of the ACP schema (acp_types.go).
-func (acpProto) Catalogue() []string { return catalogueOf(acpMethods) }
+func (acpProto) Catalogue() []string { return catalogueOf(acpMethods()) }
 
 // acpChunkKind reports whether a sessionUpdate kind streams a message in
 // pieces (schema.json SessionUpdate: the ContentChunk variants).

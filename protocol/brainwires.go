@@ -3,6 +3,7 @@ package protocol
 import (
 	"fmt"
 	"strconv"
+	"sync"
 )
 
 // brainwires: the TUI viewer <-> agent IPC of brainwires-framework
@@ -17,96 +18,104 @@ const brainwiresMaxFrame = 16 << 20 // MAX_MESSAGE_SIZE
 
 type brainwiresProto struct{}
 
-// ToolMode (brainwires_core::ToolMode) has no serde attributes: externally
-// tagged, unit variants as plain strings, the newtype variant Explicit as a
-// one-member object.
-var brainwiresToolMode = tOneOf(`ToolMode ("Full", "Smart", "Core", "None" or {"Explicit": [tool names]})`,
-	tEnum("Full", "Smart", "Core", "None"),
-	tObj(req("Explicit", tArr(tString))),
-)
-
-var (
-	bwLockType = tEnum("build", "test", "build_test", "git_index", "git_commit",
-		"git_remote_write", "git_remote_merge", "git_branch", "git_destructive")
-	bwLockChange   = tEnum("acquired", "released", "stale")
-	bwNotifyAction = tEnum("shutdown_if_idle", "force_shutdown", "detach")
-	bwSignal       = tEnum("parent_exiting", "shutdown", "detached")
-	bwDisplayMsg   = tObj(req("role", tString), req("content", tString), req("created_at", tInt))
-	bwLockInfo     = tObj(req("agent_id", tString), req("resource_type", bwLockType), req("scope", tString),
-		req("description", tString), req("status", tString), req("held_for_secs", tUint))
-	bwAgentMeta = tObj(req("session_id", tString), optNull("parent_agent_id", tString), optNull("spawn_reason", tString),
-		req("model", tString), req("created_at", tInt), req("last_activity", tInt), req("working_directory", tString),
-		req("is_busy", tBool), optNull("pid", tUint))
-)
-
-// Handshake / HandshakeResponse: plain structs, no tag.
-var (
-	bwHandshake = []fld{req("version", tUint), req("is_reattach", tBool),
-		optNull("session_id", tString), optNull("session_token", tString)}
-	bwHandshakeResponse = []fld{req("accepted", tBool), req("session_id", tString),
-		optNull("session_token", tString), optNull("error", tString)}
-)
-
-var brainwiresTable = evTable{
-	in: map[string][]fld{
-		"user_input":             {req("content", tString), opt("context_files", tArr(tString))},
-		"cancel":                 {},
-		"sync_request":           {},
-		"detach":                 {req("exit_when_done", tBool)},
-		"exit":                   {},
-		"slash_command":          {req("command", tString), req("args", tArr(tString))},
-		"set_tool_mode":          {req("mode", brainwiresToolMode)},
-		"queue_message":          {req("content", tString)},
-		"acquire_lock":           {req("resource_type", bwLockType), req("scope", tString), req("description", tString)},
-		"release_lock":           {req("resource_type", bwLockType), req("scope", tString)},
-		"query_locks":            {optNull("scope", tString)},
-		"update_lock_status":     {req("resource_type", bwLockType), req("scope", tString), req("status", tString)},
-		"list_agents":            {},
-		"spawn_agent":            {optNull("model", tString), optNull("reason", tString), optNull("working_directory", tString)},
-		"notify_children":        {req("action", bwNotifyAction)},
-		"parent_signal":          {req("signal", bwSignal), req("parent_session_id", tString)},
-		"disconnect":             {},
-		"enter_plan_mode":        {optNull("focus", tString)},
-		"exit_plan_mode":         {},
-		"plan_mode_user_input":   {req("content", tString), opt("context_files", tArr(tString))},
-		"plan_mode_sync_request": {},
-	},
-	out: map[string][]fld{
-		"stream_chunk":    {req("text", tString)},
-		"stream_end":      {optNull("finish_reason", tString)},
-		"tool_call_start": {req("id", tString), req("name", tString), optNull("server", tString), reqNull("input", tAny)},
-		"tool_progress":   {req("name", tString), req("message", tString), optNull("progress", tNumber)},
-		"tool_result":     {req("id", tString), req("name", tString), optNull("output", tString), optNull("error", tString)},
-		"conversation_sync": {req("session_id", tString), req("model", tString), req("messages", tArr(bwDisplayMsg)),
-			req("status", tString), req("is_busy", tBool), req("tool_mode", brainwiresToolMode), req("mcp_servers", tArr(tString))},
-		"message_added": {req("message", bwDisplayMsg)},
-		"status_update": {req("status", tString)},
-		"task_update":   {req("task_tree", tString), req("task_count", tUint), req("completed_count", tUint)},
-		"error":         {req("message", tString), req("fatal", tBool)},
-		"exiting":       {req("reason", tString)},
-		"ack":           {req("command", tString)},
-		"slash_command_result": {req("command", tString), req("success", tBool), optNull("output", tString),
-			optNull("action_taken", tString), optNull("error", tString), opt("blocked", tBool)},
-		"toast":       {req("message", tString), req("duration_ms", tUint)},
-		"seal_status": {req("enabled", tBool), req("entity_count", tUint), optNull("last_resolution", tString), req("quality_score", tNumber)},
-		"lock_result": {req("success", tBool), req("resource_type", bwLockType), req("scope", tString),
-			optNull("error", tString), optNull("blocking_agent", tString)},
-		"lock_released": {req("resource_type", bwLockType), req("scope", tString)},
-		"lock_status":   {req("locks", tArr(bwLockInfo))},
-		"lock_changed":  {req("change", bwLockChange), req("lock", bwLockInfo)},
-		"agent_spawned": {req("new_session_id", tString), req("parent_session_id", tString),
-			req("spawn_reason", tString), req("model", tString)},
-		"agent_list":              {req("agents", tArr(bwAgentMeta))},
-		"agent_exiting":           {req("session_id", tString), req("reason", tString), req("children_notified", tArr(tString))},
-		"parent_signal_received":  {req("signal", bwSignal), req("parent_session_id", tString)},
-		"plan_mode_entered":       {req("plan_session_id", tString), req("messages", tArr(bwDisplayMsg)), req("status", tString)},
-		"plan_mode_exited":        {optNull("summary", tString)},
-		"plan_mode_sync":          {req("plan_session_id", tString), req("main_session_id", tString), req("messages", tArr(bwDisplayMsg)), req("status", tString), req("is_busy", tBool)},
-		"plan_mode_message_added": {req("message", bwDisplayMsg)},
-		"plan_mode_stream_chunk":  {req("text", tString)},
-		"plan_mode_stream_end":    {optNull("finish_reason", tString)},
-	},
+// brainwiresCat is the catalogue (evTable) and what else the checks need of it,
+// built on first use: built at init, it ran in every rpctap process.
+type brainwiresCatalogue struct {
+	table               evTable
+	bwHandshake         []fld
+	bwHandshakeResponse []fld
 }
+
+var brainwiresCat = sync.OnceValue(func() *brainwiresCatalogue {
+	// ToolMode (brainwires_core::ToolMode) has no serde attributes: externally
+	// tagged, unit variants as plain strings, the newtype variant Explicit as a
+	// one-member object.
+	var brainwiresToolMode = tOneOf(`ToolMode ("Full", "Smart", "Core", "None" or {"Explicit": [tool names]})`,
+		tEnum("Full", "Smart", "Core", "None"),
+		tObj(req("Explicit", tArr(tString))),
+	)
+	var (
+		bwLockType = tEnum("build", "test", "build_test", "git_index", "git_commit",
+			"git_remote_write", "git_remote_merge", "git_branch", "git_destructive")
+		bwLockChange   = tEnum("acquired", "released", "stale")
+		bwNotifyAction = tEnum("shutdown_if_idle", "force_shutdown", "detach")
+		bwSignal       = tEnum("parent_exiting", "shutdown", "detached")
+		bwDisplayMsg   = tObj(req("role", tString), req("content", tString), req("created_at", tInt))
+		bwLockInfo     = tObj(req("agent_id", tString), req("resource_type", bwLockType), req("scope", tString),
+			req("description", tString), req("status", tString), req("held_for_secs", tUint))
+		bwAgentMeta = tObj(req("session_id", tString), optNull("parent_agent_id", tString), optNull("spawn_reason", tString),
+			req("model", tString), req("created_at", tInt), req("last_activity", tInt), req("working_directory", tString),
+			req("is_busy", tBool), optNull("pid", tUint))
+	)
+	// Handshake / HandshakeResponse: plain structs, no tag.
+	var (
+		bwHandshake = []fld{req("version", tUint), req("is_reattach", tBool),
+			optNull("session_id", tString), optNull("session_token", tString)}
+		bwHandshakeResponse = []fld{req("accepted", tBool), req("session_id", tString),
+			optNull("session_token", tString), optNull("error", tString)}
+	)
+	var brainwiresTable = evTable{
+		in: map[string][]fld{
+			"user_input":             {req("content", tString), opt("context_files", tArr(tString))},
+			"cancel":                 {},
+			"sync_request":           {},
+			"detach":                 {req("exit_when_done", tBool)},
+			"exit":                   {},
+			"slash_command":          {req("command", tString), req("args", tArr(tString))},
+			"set_tool_mode":          {req("mode", brainwiresToolMode)},
+			"queue_message":          {req("content", tString)},
+			"acquire_lock":           {req("resource_type", bwLockType), req("scope", tString), req("description", tString)},
+			"release_lock":           {req("resource_type", bwLockType), req("scope", tString)},
+			"query_locks":            {optNull("scope", tString)},
+			"update_lock_status":     {req("resource_type", bwLockType), req("scope", tString), req("status", tString)},
+			"list_agents":            {},
+			"spawn_agent":            {optNull("model", tString), optNull("reason", tString), optNull("working_directory", tString)},
+			"notify_children":        {req("action", bwNotifyAction)},
+			"parent_signal":          {req("signal", bwSignal), req("parent_session_id", tString)},
+			"disconnect":             {},
+			"enter_plan_mode":        {optNull("focus", tString)},
+			"exit_plan_mode":         {},
+			"plan_mode_user_input":   {req("content", tString), opt("context_files", tArr(tString))},
+			"plan_mode_sync_request": {},
+		},
+		out: map[string][]fld{
+			"stream_chunk":    {req("text", tString)},
+			"stream_end":      {optNull("finish_reason", tString)},
+			"tool_call_start": {req("id", tString), req("name", tString), optNull("server", tString), reqNull("input", tAny)},
+			"tool_progress":   {req("name", tString), req("message", tString), optNull("progress", tNumber)},
+			"tool_result":     {req("id", tString), req("name", tString), optNull("output", tString), optNull("error", tString)},
+			"conversation_sync": {req("session_id", tString), req("model", tString), req("messages", tArr(bwDisplayMsg)),
+				req("status", tString), req("is_busy", tBool), req("tool_mode", brainwiresToolMode), req("mcp_servers", tArr(tString))},
+			"message_added": {req("message", bwDisplayMsg)},
+			"status_update": {req("status", tString)},
+			"task_update":   {req("task_tree", tString), req("task_count", tUint), req("completed_count", tUint)},
+			"error":         {req("message", tString), req("fatal", tBool)},
+			"exiting":       {req("reason", tString)},
+			"ack":           {req("command", tString)},
+			"slash_command_result": {req("command", tString), req("success", tBool), optNull("output", tString),
+				optNull("action_taken", tString), optNull("error", tString), opt("blocked", tBool)},
+			"toast":       {req("message", tString), req("duration_ms", tUint)},
+			"seal_status": {req("enabled", tBool), req("entity_count", tUint), optNull("last_resolution", tString), req("quality_score", tNumber)},
+			"lock_result": {req("success", tBool), req("resource_type", bwLockType), req("scope", tString),
+				optNull("error", tString), optNull("blocking_agent", tString)},
+			"lock_released": {req("resource_type", bwLockType), req("scope", tString)},
+			"lock_status":   {req("locks", tArr(bwLockInfo))},
+			"lock_changed":  {req("change", bwLockChange), req("lock", bwLockInfo)},
+			"agent_spawned": {req("new_session_id", tString), req("parent_session_id", tString),
+				req("spawn_reason", tString), req("model", tString)},
+			"agent_list":              {req("agents", tArr(bwAgentMeta))},
+			"agent_exiting":           {req("session_id", tString), req("reason", tString), req("children_notified", tArr(tString))},
+			"parent_signal_received":  {req("signal", bwSignal), req("parent_session_id", tString)},
+			"plan_mode_entered":       {req("plan_session_id", tString), req("messages", tArr(bwDisplayMsg)), req("status", tString)},
+			"plan_mode_exited":        {optNull("summary", tString)},
+			"plan_mode_sync":          {req("plan_session_id", tString), req("main_session_id", tString), req("messages", tArr(bwDisplayMsg)), req("status", tString), req("is_busy", tBool)},
+			"plan_mode_message_added": {req("message", bwDisplayMsg)},
+			"plan_mode_stream_chunk":  {req("text", tString)},
+			"plan_mode_stream_end":    {optNull("finish_reason", tString)},
+		},
+	}
+	return &brainwiresCatalogue{table: brainwiresTable, bwHandshake: bwHandshake, bwHandshakeResponse: bwHandshakeResponse}
+})
 
 func (brainwiresProto) Name() string  { return "brainwires" }
 func (brainwiresProto) MaxFrame() int { return brainwiresMaxFrame }
@@ -164,10 +173,10 @@ func (brainwiresProto) check(c *checker, dir Dir, frame []byte, info Info) {
 			return
 		}
 		if dir == FromParent {
-			c.fields(o, bwHandshake, "", "Handshake")
+			c.fields(o, brainwiresCat().bwHandshake, "", "Handshake")
 			bwCheckHandshake(c, o)
 		} else {
-			c.fields(o, bwHandshakeResponse, "", "HandshakeResponse")
+			c.fields(o, brainwiresCat().bwHandshakeResponse, "", "HandshakeResponse")
 			// Info, not a warning: the token is "returned to new sessions
 			// for later reattachment" (seed 002, HandshakeResponse), so a
 			// reattach is rightly accepted without one, and a response
@@ -179,7 +188,7 @@ func (brainwiresProto) check(c *checker, dir Dir, frame []byte, info Info) {
 		}
 		return
 	}
-	o, typ := c.top(dir, frame, &brainwiresTable)
+	o, typ := c.top(dir, frame, &brainwiresCat().table)
 	switch typ {
 	case "set_tool_mode":
 		bwCheckToolModeObject(c, o, "mode")
@@ -245,9 +254,9 @@ func sniffBrainwires(dir Dir, frame []byte) int {
 		}
 		return 0
 	}
-	tab := brainwiresTable.in
+	tab := brainwiresCat().table.in
 	if dir == FromChild {
-		tab = brainwiresTable.out
+		tab = brainwiresCat().table.out
 	}
 	if _, known := tab[t.typ]; !known {
 		return 0
@@ -259,6 +268,6 @@ func sniffBrainwires(dir Dir, frame []byte) int {
 }
 
 func init() {
-	internNames(&brainwiresTable)
+	internNames(func() *evTable { return &brainwiresCat().table })
 	register(brainwiresProto{}, 50, sniffBrainwires)
 }

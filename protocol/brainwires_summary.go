@@ -8,7 +8,7 @@ import "encoding/json"
 // Catalogue: the ViewerMessage and AgentMessage types of brainwires.go's
 // table.
 func (brainwiresProto) Catalogue() []string {
-	return catalogueOf(brainwiresTable.in, brainwiresTable.out)
+	return catalogueOf(brainwiresCat().table.in, brainwiresCat().table.out)
 }
 
 func (brainwiresProto) Summarize(_ Dir, _ Info, frame []byte) string {

@@ -36,11 +36,11 @@ func indexCorpus(t *testing.T, proto string) []benchFrame {
 	var gens []gen
 	switch proto {
 	case "acp":
-		for m, am := range acpMethods {
+		for m, am := range acpMethods() {
 			gens = append(gens, gen{m, am.req, am.result, am.notif})
 		}
 	case "mcp":
-		for m, mm := range mcpMethods {
+		for m, mm := range mcpMethods() {
 			gens = append(gens, gen{m, mm.req, mm.result, mm.notif})
 		}
 	}

@@ -3,6 +3,7 @@ package protocol
 import (
 	"fmt"
 	"strconv"
+	"sync"
 )
 
 // JSON-RPC 2.0 (https://www.jsonrpc.org/specification): the envelope shared
@@ -96,15 +97,22 @@ func (f *rpcFields) info() Info {
 // knownMethods interns the method names of the catalogues so that
 // classifying a frame with a known method allocates nothing for it. Each
 // protocol's catalogue (Cataloguer) is added when it registers, so this
-// file names none of them.
-var knownMethods = map[string]string{}
-
-// internMethods adds names to knownMethods (from register, at init).
-func internMethods(names []string) {
-	for _, m := range names {
-		knownMethods[m] = m
+// file names none of them. It is built on first use, not at init: building
+// it builds every catalogue, which every rpctap process would pay at start
+// (the tap, which classifies nothing, and --version included).
+var knownMethods = sync.OnceValue(func() map[string]string {
+	m := map[string]string{}
+	for _, c := range cataloguers {
+		for _, name := range c.Catalogue() {
+			m[name] = name
+		}
 	}
-}
+	return m
+})
+
+// cataloguers are the registered protocols with a catalogue (register, at
+// init).
+var cataloguers []Cataloguer
 
 // smallIDs interns the ids 0..1023, the ones most sessions use.
 var smallIDs [1024]string
@@ -117,7 +125,7 @@ func init() {
 
 func methodString(raw []byte) (string, bool) {
 	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
-		if m, ok := knownMethods[string(raw[1:len(raw)-1])]; ok {
+		if m, ok := knownMethods()[string(raw[1:len(raw)-1])]; ok {
 			return m, true
 		}
 	}

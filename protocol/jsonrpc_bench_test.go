@@ -43,7 +43,7 @@ func rpcBenchFrames(b *testing.B, proto string) []benchFrame {
 	var gens []gen
 	switch proto {
 	case "acp":
-		for m, am := range acpMethods {
+		for m, am := range acpMethods() {
 			d := FromParent
 			if am.side == acpClientSide {
 				d = FromChild
@@ -51,7 +51,7 @@ func rpcBenchFrames(b *testing.B, proto string) []benchFrame {
 			gens = append(gens, gen{m, am.req, am.result, am.notif, d})
 		}
 	case "mcp":
-		for m, mm := range mcpMethods {
+		for m, mm := range mcpMethods() {
 			d := FromParent
 			if mm.from == mcpFromServer {
 				d = FromChild

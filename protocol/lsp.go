@@ -3,6 +3,7 @@ package protocol
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/rpctap/rpctap/internal/framing"
 	"github.com/rpctap/rpctap/internal/redact"
@@ -341,7 +342,7 @@ func lspEntries(names []string, m lspMethod) []lspEntry {
 
 // lspMethods is LSP 3.17's method table (the specification's "Overview"
 // of messages), with params shapes for the messages sessions always carry.
-var lspMethods = func() map[string]lspMethod {
+var lspMethods = sync.OnceValue(func() map[string]lspMethod {
 	m := map[string]lspMethod{
 		"initialize":  lspClientReq(lspInitialize).result(lspInitializeResult),
 		"initialized": lspClientNotif(jAnyObject),
@@ -404,12 +405,12 @@ var lspMethods = func() map[string]lspMethod {
 		m[e.name] = e.m
 	}
 	return m
-}()
+})
 
 var lspCatalogue = rpcCatalogue{
 	prefix: "lsp",
 	lookup: func(name string) (rpcMethodShapes, bool) {
-		m, ok := lspMethods[name]
+		m, ok := lspMethods()[name]
 		return m.shapes(), ok
 	},
 }

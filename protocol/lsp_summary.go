@@ -10,7 +10,7 @@ import (
 // progress).
 
 // Catalogue: LSP 3.17's methods (lsp.go's table).
-func (lspProto) Catalogue() []string { return catalogueOf(lspMethods) }
+func (lspProto) Catalogue() []string { return catalogueOf(lspMethods()) }
 
 func (lspProto) Summarize(_ Dir, info Info, frame []byte) string {
 	params := memberOf(frame, "params")

@@ -96,7 +96,7 @@ func mcpValidate(dir Dir, frame []byte, info Info, idx *jsonscan.Index) []Violat
 		}
 	}
 	if info.Kind == Response && info.Method != "" && string(nestedMember(frame, "error", "code")) == "-32601" {
-		if _, known := mcpMethods[info.Method]; !known {
+		if _, known := mcpMethods()[info.Method]; !known {
 			vs = append(vs, Violation{Code: CodeMCPUnknownMethodRefused, Severity: SevWarning, Pointer: "/error/code",
 				Message: fmt.Sprintf("the %s refused %q with -32601 (Method not found), and MCP has no such method either: the request was not understood (a misspelt method?)", peerOf(dir), info.Method)})
 		}
@@ -142,8 +142,8 @@ func init() { register(mcpProto{}, 20, sniffMCP) }
 
 // mcpCatalogue is built once (see acpCatalogue).
 var mcpCatalogue = sync.OnceValue(func() rpcCatalogue {
-	shapes := make(map[string]rpcMethodShapes, len(mcpMethods))
-	for m, mm := range mcpMethods {
+	shapes := make(map[string]rpcMethodShapes, len(mcpMethods()))
+	for m, mm := range mcpMethods() {
 		shapes[m] = rpcMethodShapes{req: mm.req, result: mm.result, notif: mm.notif, allowed: mm.from.allows, side: mm.from.String()}
 	}
 	return rpcCatalogue{
@@ -154,7 +154,7 @@ var mcpCatalogue = sync.OnceValue(func() rpcCatalogue {
 		},
 		paramsMissing: true,
 		paramsOptional: func(m string) bool {
-			mm := mcpMethods[m]
+			mm := mcpMethods()[m]
 			s := mm.req
 			if s == nil {
 				s = mm.notif

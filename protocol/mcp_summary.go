@@ -12,7 +12,7 @@ import (
 // semantic conventions name.
 
 // Catalogue: the methods of the MCP schema (mcp_types.go).
-func (mcpProto) Catalogue() []string { return catalogueOf(mcpMethods) }
+func (mcpProto) Catalogue() []string { return catalogueOf(mcpMethods()) }
 
 func (mcpProto) Summarize(_ Dir, info Info, frame []byte) string {
 	params, result := memberOf(frame, "params"), memberOf(frame, "result")

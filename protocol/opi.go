@@ -3,6 +3,7 @@ package protocol
 import (
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // opi: the RPC JSONL mode of opi (`opi --rpc`, a Rust port of pi).
@@ -14,129 +15,141 @@ import (
 
 type opiProto struct{}
 
-var (
-	opiStopReason = tEnum("stop", "length", "tool_use", "error", "aborted")
-	opiAPI        = tEnum("Anthropic", "OpenAi", "Google", "Mistral")
-	opiUsage      = tObj(req("input_tokens", tUint), req("output_tokens", tUint),
-		opt("cache_read_tokens", tUint), opt("cache_write_tokens", tUint))
-	opiImageSource = tTagged("type", map[string][]fld{
-		"url":    {req("url", tString)},
-		"base64": {req("data", tString)},
-		"bytes":  {req("data", tArr(tUint))},
-	})
-	opiContent = tTagged("type", map[string][]fld{ // InputContent and OutputContent
-		"text":  {req("text", tString)},
-		"image": {req("source", opiImageSource), req("media_type", tEnum("image/png", "image/jpeg", "image/gif", "image/webp"))},
-	})
-	opiAssistantContent = tTagged("type", map[string][]fld{
-		"text":      {req("text", tString)},
-		"thinking":  {req("thinking", tString)},
-		"tool_call": {req("tool_call", tObj(req("id", tString), req("name", tString), req("arguments", tString)))},
-	})
-	opiAssistantFields = []fld{req("content", tArr(opiAssistantContent)), req("api", opiAPI),
-		req("provider", tString), req("model", tString), optNull("response_model", tString),
-		optNull("response_id", tString), req("usage", opiUsage), req("stop_reason", opiStopReason),
-		optNull("error_message", tString), req("timestamp_ms", tInt)}
-	opiAssistantMessage = tObj(opiAssistantFields...)
-	opiToolResultFields = []fld{req("tool_call_id", tString), req("tool_name", tString),
-		req("content", tArr(opiContent)), optNull("details", tAny), req("is_error", tBool),
-		opt("truncated", tBool), req("timestamp_ms", tInt)}
-	// Message, tagged by "role", is flattened into AgentMessage::Llm.
-	opiMessage = tTagged("role", map[string][]fld{
-		"user":        {req("content", tArr(opiContent)), req("timestamp_ms", tInt)},
-		"assistant":   opiAssistantFields,
-		"tool_result": opiToolResultFields,
-	})
-	opiAgentMessage = &vt{kind: vTagged, tag: "type", name: "AgentMessage", vars: map[string][]fld{
-		"Llm": {req("role", tString)},
-		"CompactionSummary": {req("summary", tString), req("first_kept_entry_id", tString),
-			req("tokens_before", tUint), req("tokens_after", tUint)},
-		"BranchSummary": {req("parent_session_id", tString), req("summary", tString), req("entry_count", tUint)},
-		"Custom":        {req("kind", tString), reqNull("data", tAny), req("include_in_llm_context", tBool)},
-	}, also: map[string]*vt{"Llm": opiMessage}}
-	opiToolResultMessage = tObj(opiToolResultFields...)
-
-	opiDelta = []fld{req("content_index", tUint), req("delta", tString), req("partial", opiAssistantMessage)}
-	opiEnd   = []fld{req("content_index", tUint), req("content", tString), req("partial", opiAssistantMessage)}
-	opiStart = []fld{req("content_index", tUint), req("partial", opiAssistantMessage)}
-	// AssistantStreamEvent, inside MessageUpdate.assistant_event.
-	opiStreamEvent = tTagged("type", streamEvents([]string{"text_", "thinking_", "tool_call_"}, opiStart, opiDelta, opiEnd,
-		map[string][]fld{
-			"start":         {req("partial", opiAssistantMessage)},
-			"tool_call_end": {req("content_index", tUint), req("tool_call", tObjAny), req("partial", opiAssistantMessage)},
-			"done":          {req("reason", opiStopReason), req("message", opiAssistantMessage)},
-			"error":         {req("reason", opiStopReason), req("message", opiAssistantMessage)},
-		}))
-	opiDiagnostic = tObj(req("severity", tEnum("info", "warning", "error")), req("code", tString),
-		req("source", tString), req("message", tString), optNull("details", tAny), optNull("action", tString))
-	opiCompactionReason = tEnum("manual", "threshold", "overflow")
-	opiCompactionResult = tObj(req("summary", tString), req("first_kept_entry_id", tString),
-		req("tokens_before", tUint), req("tokens_after", tUint))
-)
-
 //go:noinline
 func opiIDAnd(fs ...fld) []fld { return append([]fld{optNull("id", tString)}, fs...) }
 
-var opiTable = evTable{
-	in: map[string][]fld{
-		"prompt":             opiIDAnd(req("message", tString)),
-		"continue":           opiIDAnd(req("message", tString)),
-		"steer":              opiIDAnd(req("message", tString)),
-		"follow_up":          opiIDAnd(req("message", tString)),
-		"abort":              opiIDAnd(),
-		"set_model":          opiIDAnd(req("model", tString)),
-		"set_thinking_level": opiIDAnd(req("level", tString)),
-		"compact":            opiIDAnd(),
-		"session_info":       opiIDAnd(),
-		"quit":               opiIDAnd(),
-		"extension_command":  opiIDAnd(req("name", tString), reqNull("args", tAny)), // >= 4bef4fb
-		"trace":              opiIDAnd(),                                            // >= b32c289
-	},
-	out: map[string][]fld{
-		"rpc_ready": {req("schema_version", tUint), req("mode", tString), req("version", tString),
-			opt("startup_diagnostics", tArr(opiDiagnostic))},
-		// SdkResponse: id, error, error_code and data are skip_serializing_if
-		// None, so never null on the wire.
-		"response": {req("command", tString), req("success", tBool), opt("id", tString),
-			opt("error", tString), opt("error_code", tString), opt("data", tAny)},
-		"AgentStart":         {},
-		"AgentEnd":           {req("messages", tArr(opiAgentMessage))},
-		"TurnStart":          {},
-		"TurnEnd":            {req("message", opiAgentMessage), req("tool_results", tArr(opiToolResultMessage))},
-		"MessageStart":       {req("message", opiAgentMessage)},
-		"MessageUpdate":      {req("message", opiAgentMessage), req("assistant_event", opiStreamEvent)},
-		"MessageEnd":         {req("message", opiAgentMessage)},
-		"ToolExecutionStart": {req("tool_call_id", tString), req("tool_name", tString), reqNull("args", tAny)},
-		"ToolExecutionUpdate": {req("tool_call_id", tString), req("tool_name", tString), reqNull("args", tAny),
-			reqNull("partial_result", tAny)},
-		"ToolExecutionEnd": {req("tool_call_id", tString), req("tool_name", tString), reqNull("result", tAny),
-			optNull("details", tAny), req("is_error", tBool), opt("truncated", tBool),
-			opt("diagnostics", tArr(tObj(req("code", tString), req("message", tString), optNull("context", tAny))))},
-		"QueueUpdate":     {req("steering", tArr(tString)), req("follow_up", tArr(tString))},
-		"AutoRetryStart":  {req("attempt", tUint), req("max_attempts", tUint), req("delay_ms", tUint), req("error_message", tString)},
-		"AutoRetryEnd":    {req("success", tBool), req("attempt", tUint), optNull("final_error", tString)},
-		"CompactionStart": {req("reason", opiCompactionReason)},
-		"CompactionEnd": {req("reason", opiCompactionReason), optNull("result", opiCompactionResult),
-			req("aborted", tBool), optNull("error_message", tString)},
-		"SessionPersistError":   {req("message", tString)},
-		"SdkSerializationError": {req("message", tString)},
-		"run_summary":           {req("diagnostics", tObj(req("info", tUint), req("warning", tUint), req("error", tUint)))}, // >= b32c289
-	},
+// opiCat is the catalogue (evTable) and what else the checks need of it,
+// built on first use: built at init, it ran in every rpctap process.
+type opiCatalogue struct {
+	table         evTable
+	opiDiagnostic *vt
 }
+
+var opiCat = sync.OnceValue(func() *opiCatalogue {
+	var (
+		opiStopReason = tEnum("stop", "length", "tool_use", "error", "aborted")
+		opiAPI        = tEnum("Anthropic", "OpenAi", "Google", "Mistral")
+		opiUsage      = tObj(req("input_tokens", tUint), req("output_tokens", tUint),
+			opt("cache_read_tokens", tUint), opt("cache_write_tokens", tUint))
+		opiImageSource = tTagged("type", map[string][]fld{
+			"url":    {req("url", tString)},
+			"base64": {req("data", tString)},
+			"bytes":  {req("data", tArr(tUint))},
+		})
+		opiContent = tTagged("type", map[string][]fld{ // InputContent and OutputContent
+			"text":  {req("text", tString)},
+			"image": {req("source", opiImageSource), req("media_type", tEnum("image/png", "image/jpeg", "image/gif", "image/webp"))},
+		})
+		opiAssistantContent = tTagged("type", map[string][]fld{
+			"text":      {req("text", tString)},
+			"thinking":  {req("thinking", tString)},
+			"tool_call": {req("tool_call", tObj(req("id", tString), req("name", tString), req("arguments", tString)))},
+		})
+		opiAssistantFields = []fld{req("content", tArr(opiAssistantContent)), req("api", opiAPI),
+			req("provider", tString), req("model", tString), optNull("response_model", tString),
+			optNull("response_id", tString), req("usage", opiUsage), req("stop_reason", opiStopReason),
+			optNull("error_message", tString), req("timestamp_ms", tInt)}
+		opiAssistantMessage = tObj(opiAssistantFields...)
+		opiToolResultFields = []fld{req("tool_call_id", tString), req("tool_name", tString),
+			req("content", tArr(opiContent)), optNull("details", tAny), req("is_error", tBool),
+			opt("truncated", tBool), req("timestamp_ms", tInt)}
+		// Message, tagged by "role", is flattened into AgentMessage::Llm.
+		opiMessage = tTagged("role", map[string][]fld{
+			"user":        {req("content", tArr(opiContent)), req("timestamp_ms", tInt)},
+			"assistant":   opiAssistantFields,
+			"tool_result": opiToolResultFields,
+		})
+		opiAgentMessage = &vt{kind: vTagged, tag: "type", name: "AgentMessage", vars: map[string][]fld{
+			"Llm": {req("role", tString)},
+			"CompactionSummary": {req("summary", tString), req("first_kept_entry_id", tString),
+				req("tokens_before", tUint), req("tokens_after", tUint)},
+			"BranchSummary": {req("parent_session_id", tString), req("summary", tString), req("entry_count", tUint)},
+			"Custom":        {req("kind", tString), reqNull("data", tAny), req("include_in_llm_context", tBool)},
+		}, also: map[string]*vt{"Llm": opiMessage}}
+		opiToolResultMessage = tObj(opiToolResultFields...)
+
+		opiDelta = []fld{req("content_index", tUint), req("delta", tString), req("partial", opiAssistantMessage)}
+		opiEnd   = []fld{req("content_index", tUint), req("content", tString), req("partial", opiAssistantMessage)}
+		opiStart = []fld{req("content_index", tUint), req("partial", opiAssistantMessage)}
+		// AssistantStreamEvent, inside MessageUpdate.assistant_event.
+		opiStreamEvent = tTagged("type", streamEvents([]string{"text_", "thinking_", "tool_call_"}, opiStart, opiDelta, opiEnd,
+			map[string][]fld{
+				"start":         {req("partial", opiAssistantMessage)},
+				"tool_call_end": {req("content_index", tUint), req("tool_call", tObjAny), req("partial", opiAssistantMessage)},
+				"done":          {req("reason", opiStopReason), req("message", opiAssistantMessage)},
+				"error":         {req("reason", opiStopReason), req("message", opiAssistantMessage)},
+			}))
+		opiDiagnostic = tObj(req("severity", tEnum("info", "warning", "error")), req("code", tString),
+			req("source", tString), req("message", tString), optNull("details", tAny), optNull("action", tString))
+		opiCompactionReason = tEnum("manual", "threshold", "overflow")
+		opiCompactionResult = tObj(req("summary", tString), req("first_kept_entry_id", tString),
+			req("tokens_before", tUint), req("tokens_after", tUint))
+	)
+	var opiTable = evTable{
+		in: map[string][]fld{
+			"prompt":             opiIDAnd(req("message", tString)),
+			"continue":           opiIDAnd(req("message", tString)),
+			"steer":              opiIDAnd(req("message", tString)),
+			"follow_up":          opiIDAnd(req("message", tString)),
+			"abort":              opiIDAnd(),
+			"set_model":          opiIDAnd(req("model", tString)),
+			"set_thinking_level": opiIDAnd(req("level", tString)),
+			"compact":            opiIDAnd(),
+			"session_info":       opiIDAnd(),
+			"quit":               opiIDAnd(),
+			"extension_command":  opiIDAnd(req("name", tString), reqNull("args", tAny)), // >= 4bef4fb
+			"trace":              opiIDAnd(),                                            // >= b32c289
+		},
+		out: map[string][]fld{
+			"rpc_ready": {req("schema_version", tUint), req("mode", tString), req("version", tString),
+				opt("startup_diagnostics", tArr(opiDiagnostic))},
+			// SdkResponse: id, error, error_code and data are skip_serializing_if
+			// None, so never null on the wire.
+			"response": {req("command", tString), req("success", tBool), opt("id", tString),
+				opt("error", tString), opt("error_code", tString), opt("data", tAny)},
+			"AgentStart":         {},
+			"AgentEnd":           {req("messages", tArr(opiAgentMessage))},
+			"TurnStart":          {},
+			"TurnEnd":            {req("message", opiAgentMessage), req("tool_results", tArr(opiToolResultMessage))},
+			"MessageStart":       {req("message", opiAgentMessage)},
+			"MessageUpdate":      {req("message", opiAgentMessage), req("assistant_event", opiStreamEvent)},
+			"MessageEnd":         {req("message", opiAgentMessage)},
+			"ToolExecutionStart": {req("tool_call_id", tString), req("tool_name", tString), reqNull("args", tAny)},
+			"ToolExecutionUpdate": {req("tool_call_id", tString), req("tool_name", tString), reqNull("args", tAny),
+				reqNull("partial_result", tAny)},
+			"ToolExecutionEnd": {req("tool_call_id", tString), req("tool_name", tString), reqNull("result", tAny),
+				optNull("details", tAny), req("is_error", tBool), opt("truncated", tBool),
+				opt("diagnostics", tArr(tObj(req("code", tString), req("message", tString), optNull("context", tAny))))},
+			"QueueUpdate":     {req("steering", tArr(tString)), req("follow_up", tArr(tString))},
+			"AutoRetryStart":  {req("attempt", tUint), req("max_attempts", tUint), req("delay_ms", tUint), req("error_message", tString)},
+			"AutoRetryEnd":    {req("success", tBool), req("attempt", tUint), optNull("final_error", tString)},
+			"CompactionStart": {req("reason", opiCompactionReason)},
+			"CompactionEnd": {req("reason", opiCompactionReason), optNull("result", opiCompactionResult),
+				req("aborted", tBool), optNull("error_message", tString)},
+			"SessionPersistError":   {req("message", tString)},
+			"SdkSerializationError": {req("message", tString)},
+			"run_summary":           {req("diagnostics", tObj(req("info", tUint), req("warning", tUint), req("error", tUint)))}, // >= b32c289
+		},
+	}
+	return &opiCatalogue{table: opiTable, opiDiagnostic: opiDiagnostic}
+})
 
 // opiErrorCodes are the error_code values SdkResponse::error_with_code uses.
 var opiErrorCodes = []string{"agent_busy", "harness_unavailable", "compaction_failed",
 	"extension_command_not_handled", "unsupported_trace_request"}
 
-// opiData are the `data` shapes of successful responses, by command.
-var opiData = map[string]*vt{
-	"set_model":          tObj(req("model", tString)),
-	"set_thinking_level": tObj(req("level", tString), req("enabled", tBool), optNull("budget_tokens", tUint)),
-	"compact": tObj(req("summary", tString), req("first_kept_entry_id", tString),
-		req("tokens_before", tUint), req("tokens_after", tUint), opt("diagnostics", tArr(opiDiagnostic))),
-	"session_info": tObj(req("model", tString), req("resources", tObjAny), optNull("session_id", tString)),
-	"trace":        tObj(req("schema_version", tUint), req("records", tArr(tAny))),
-}
+// opiData are the `data` shapes of successful responses, by command (built
+// on first use, like the catalogue).
+var opiData = sync.OnceValue(func() map[string]*vt {
+	return map[string]*vt{
+		"set_model":          tObj(req("model", tString)),
+		"set_thinking_level": tObj(req("level", tString), req("enabled", tBool), optNull("budget_tokens", tUint)),
+		"compact": tObj(req("summary", tString), req("first_kept_entry_id", tString),
+			req("tokens_before", tUint), req("tokens_after", tUint), opt("diagnostics", tArr(opiCat().opiDiagnostic))),
+		"session_info": tObj(req("model", tString), req("resources", tObjAny), optNull("session_id", tString)),
+		"trace":        tObj(req("schema_version", tUint), req("records", tArr(tAny))),
+	}
+})
 
 // opiThinkingLevels are the levels the coding harness accepts.
 var opiThinkingLevels = []string{"off", "low", "medium", "high"}
@@ -172,7 +185,7 @@ func (p opiProto) validateValidJSON(dir Dir, frame []byte, info Info) []Violatio
 }
 
 func (opiProto) check(c *checker, dir Dir, frame []byte, info Info) {
-	o, typ := c.top(dir, frame, &opiTable)
+	o, typ := c.top(dir, frame, &opiCat().table)
 	switch typ {
 	case "rpc_ready":
 		if v, ok := o.get("schema_version"); ok && jsonType(v) == "number" && !rawIsInt(v, 2) && !rawIsInt(v, 3) {
@@ -215,12 +228,12 @@ func opiCheckResponse(c *checker, o robj) {
 	}
 	cmd, _ := o.str("command")
 	if d, has := o.get("data"); has && ok && !isNullRaw(d) {
-		if shape := opiData[cmd]; shape != nil {
+		if shape := opiData()[cmd]; shape != nil {
 			if cmd == "compact" {
 				// later versions answer "nothing compacted" with a success
 				if m, isObj := members(d); isObj {
 					if m.has("compacted") {
-						shape = tObj(req("compacted", tBool), opt("diagnostics", tArr(opiDiagnostic)))
+						shape = tObj(req("compacted", tBool), opt("diagnostics", tArr(opiCat().opiDiagnostic)))
 					}
 				}
 			}
@@ -257,7 +270,7 @@ func (opiProto) IsHandshake(dir Dir, info Info) bool {
 func (opiProto) Pair(dir Dir, info Info) (string, PairRole) {
 	switch {
 	case info.Kind == Request && dir == FromParent:
-		if _, known := opiTable.in[info.Method]; !known {
+		if _, known := opiCat().table.in[info.Method]; !known {
 			return "", PairNone
 		}
 		if info.ID == "" || info.ID == "null" {
@@ -297,12 +310,12 @@ func sniffOpi(dir Dir, frame []byte) int {
 			}
 			return 30 // pi answers in the same shape
 		}
-		if _, known := opiTable.out[t.typ]; known {
+		if _, known := opiCat().table.out[t.typ]; known {
 			return 90 // PascalCase events and run_summary are opi's own
 		}
 		return 0
 	}
-	if _, known := opiTable.in[t.typ]; !known {
+	if _, known := opiCat().table.in[t.typ]; !known {
 		return 0
 	}
 	if opiOnly[t.typ] {
@@ -317,6 +330,6 @@ func sniffOpi(dir Dir, frame []byte) int {
 }
 
 func init() {
-	internNames(&opiTable)
+	internNames(func() *evTable { return &opiCat().table })
 	register(opiProto{}, 50, sniffOpi)
 }

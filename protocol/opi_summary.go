@@ -7,7 +7,7 @@ import "encoding/json"
 // responses and tool executions, the transcript of prompts.
 
 // Catalogue: the commands and events of opi.go's table.
-func (opiProto) Catalogue() []string { return catalogueOf(opiTable.in, opiTable.out) }
+func (opiProto) Catalogue() []string { return catalogueOf(opiCat().table.in, opiCat().table.out) }
 
 func (opiProto) Summarize(_ Dir, _ Info, frame []byte) string {
 	if s, ok := streamEventSummary(frame, "assistant_event"); ok {

@@ -110,23 +110,30 @@ func evScanTop(b []byte) (t evTop, ok bool) {
 }
 
 // evNames interns the type and command names of the four catalogues so
-// that Classify allocates no string for them.
-var evNames = map[string]string{}
-
-func internNames(tabs ...*evTable) {
-	for _, t := range tabs {
+// that Classify allocates no string for them. Built on first use from the
+// catalogues registered by internNames (at init), so that building them
+// is not paid by every rpctap process at start.
+var evNames = sync.OnceValue(func() map[string]string {
+	names := map[string]string{}
+	for _, table := range evTables {
+		t := table()
 		for _, m := range []map[string][]fld{t.in, t.out} {
 			for k := range m {
-				evNames[k] = k
+				names[k] = k
 			}
 		}
 	}
-}
+	return names
+})
+
+var evTables []func() *evTable
+
+func internNames(tables ...func() *evTable) { evTables = append(evTables, tables...) }
 
 // internString is rawString with known names returned without allocating.
 func internString(raw []byte) (string, bool) {
 	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
-		if s, ok := evNames[string(raw[1:len(raw)-1])]; ok {
+		if s, ok := evNames()[string(raw[1:len(raw)-1])]; ok {
 			return s, true
 		}
 	}

@@ -7,7 +7,7 @@ import "encoding/json"
 // responses and tool executions, the transcript of prompts.
 
 // Catalogue: the commands and events of pi.go's table.
-func (piProto) Catalogue() []string { return catalogueOf(piTable.in, piTable.out) }
+func (piProto) Catalogue() []string { return catalogueOf(piCat().table.in, piCat().table.out) }
 
 func (piProto) Summarize(_ Dir, _ Info, frame []byte) string {
 	if s, ok := streamEventSummary(frame, "assistantMessageEvent"); ok {

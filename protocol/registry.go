@@ -26,7 +26,7 @@ func register(p Protocol, priority int, sniff func(dir Dir, frame []byte) int) {
 	}
 	registry[p.Name()] = entry{p: p, sniff: sniff, priority: priority}
 	if c, ok := p.(Cataloguer); ok {
-		internMethods(c.Catalogue())
+		cataloguers = append(cataloguers, c)
 	}
 }
 

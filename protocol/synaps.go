@@ -3,6 +3,7 @@ package protocol
 import (
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // synaps: the synaps-bridge RPC v1 (`synaps rpc`), NDJSON over the child's
@@ -14,85 +15,92 @@ const synapsMaxFrame = 1 << 20 // MAX_FRAME_BYTES: 1 MiB, measured without the n
 
 type synapsProto struct{}
 
-var synapsAttachment = tObj(
-	req("path", tString),
-	optNull("name", tString),
-	optNull("mime", tString),
-)
-
-var synapsTurnUsage = tObj(
-	req("input_tokens", tUint),
-	req("output_tokens", tUint),
-	opt("cache_read_input_tokens", tUint),     // #[serde(default)]
-	opt("cache_creation_input_tokens", tUint), // #[serde(default)]
-	optNull("cache_creation_5m", tUint),       // [later]
-	optNull("cache_creation_1h", tUint),       // [later]
-	optNull("model", tString),
-)
-
-var synapsAssistantEvent = tTagged("type", map[string][]fld{
-	"text_delta":           {req("delta", tString)},
-	"thinking_delta":       {req("delta", tString)},
-	"toolcall_start":       {req("tool_id", tString), req("tool_name", tString)},
-	"toolcall_input_delta": {req("tool_id", tString), req("delta", tString)},
-	"toolcall_input":       {req("tool_id", tString), reqNull("input", tAny)},
-	"toolcall_result":      {req("tool_id", tString), req("result", tString)},
-})
-
-var synapsEventPayload = tObj(
-	req("id", tString), req("source", tString), req("severity", tString),
-	req("content_type", tString), req("text", tString), req("timestamp", tString),
-	req("formatted", tString),
-)
-
 //go:noinline
 func synapsIDOnly() []fld { return []fld{req("id", tString)} }
 
-var synapsTable = evTable{
-	in: map[string][]fld{
-		"prompt":               {req("id", tString), req("message", tString), opt("attachments", tArr(synapsAttachment))},
-		"follow_up":            {req("id", tString), req("message", tString)},
-		"compact":              synapsIDOnly(),
-		"new_session":          synapsIDOnly(),
-		"get_messages":         synapsIDOnly(),
-		"set_model":            {req("id", tString), req("model", tString)},
-		"get_available_models": synapsIDOnly(),
-		"abort":                synapsIDOnly(),
-		"get_session_stats":    synapsIDOnly(),
-		"get_state":            synapsIDOnly(),
-		"shutdown":             {},
-		"tools_list":           {optNull("id", tString)}, // [later]
-	},
-	out: map[string][]fld{
-		"ready":           {req("session_id", tString), req("model", tString), req("protocol_version", tUint)},
-		"message_update":  {req("event", synapsAssistantEvent)},
-		"subagent_start":  {req("subagent_id", tUint), req("agent_name", tString), req("task_preview", tString)},
-		"subagent_update": {req("subagent_id", tUint), req("agent_name", tString), req("status", tString)},
-		"subagent_done":   {req("subagent_id", tUint), req("agent_name", tString), req("result_preview", tString), req("duration_secs", tNumber)},
-		"agent_end":       {req("usage", synapsTurnUsage)},
-		"response":        {req("id", tString), req("command", tString)},
-		"error":           {req("message", tString), optNull("id", tString)},
-		"event":           {req("payload", synapsEventPayload)}, // [later]
-	},
+// synapsCat is the catalogue (evTable) and what else the checks need of it,
+// built on first use: built at init, it ran in every rpctap process.
+type synapsCatalogue struct {
+	table evTable
 }
+
+var synapsCat = sync.OnceValue(func() *synapsCatalogue {
+	var synapsAttachment = tObj(
+		req("path", tString),
+		optNull("name", tString),
+		optNull("mime", tString),
+	)
+	var synapsTurnUsage = tObj(
+		req("input_tokens", tUint),
+		req("output_tokens", tUint),
+		opt("cache_read_input_tokens", tUint),     // #[serde(default)]
+		opt("cache_creation_input_tokens", tUint), // #[serde(default)]
+		optNull("cache_creation_5m", tUint),       // [later]
+		optNull("cache_creation_1h", tUint),       // [later]
+		optNull("model", tString),
+	)
+	var synapsAssistantEvent = tTagged("type", map[string][]fld{
+		"text_delta":           {req("delta", tString)},
+		"thinking_delta":       {req("delta", tString)},
+		"toolcall_start":       {req("tool_id", tString), req("tool_name", tString)},
+		"toolcall_input_delta": {req("tool_id", tString), req("delta", tString)},
+		"toolcall_input":       {req("tool_id", tString), reqNull("input", tAny)},
+		"toolcall_result":      {req("tool_id", tString), req("result", tString)},
+	})
+	var synapsEventPayload = tObj(
+		req("id", tString), req("source", tString), req("severity", tString),
+		req("content_type", tString), req("text", tString), req("timestamp", tString),
+		req("formatted", tString),
+	)
+	var synapsTable = evTable{
+		in: map[string][]fld{
+			"prompt":               {req("id", tString), req("message", tString), opt("attachments", tArr(synapsAttachment))},
+			"follow_up":            {req("id", tString), req("message", tString)},
+			"compact":              synapsIDOnly(),
+			"new_session":          synapsIDOnly(),
+			"get_messages":         synapsIDOnly(),
+			"set_model":            {req("id", tString), req("model", tString)},
+			"get_available_models": synapsIDOnly(),
+			"abort":                synapsIDOnly(),
+			"get_session_stats":    synapsIDOnly(),
+			"get_state":            synapsIDOnly(),
+			"shutdown":             {},
+			"tools_list":           {optNull("id", tString)}, // [later]
+		},
+		out: map[string][]fld{
+			"ready":           {req("session_id", tString), req("model", tString), req("protocol_version", tUint)},
+			"message_update":  {req("event", synapsAssistantEvent)},
+			"subagent_start":  {req("subagent_id", tUint), req("agent_name", tString), req("task_preview", tString)},
+			"subagent_update": {req("subagent_id", tUint), req("agent_name", tString), req("status", tString)},
+			"subagent_done":   {req("subagent_id", tUint), req("agent_name", tString), req("result_preview", tString), req("duration_secs", tNumber)},
+			"agent_end":       {req("usage", synapsTurnUsage)},
+			"response":        {req("id", tString), req("command", tString)},
+			"error":           {req("message", tString), optNull("id", tString)},
+			"event":           {req("payload", synapsEventPayload)}, // [later]
+		},
+	}
+	return &synapsCatalogue{table: synapsTable}
+})
 
 // synapsBodies are the flattened response bodies src/cmd/rpc.rs produces,
 // by `command`. The wire type is an untyped serde_json::Value, so a body
 // that differs is a warning, not an error.
-var synapsBodies = map[string][]fld{
-	"prompt":               {req("ok", tBool), opt("cancelled", tBool), opt("error", tString), optNull("outcome", tAny)},
-	"auto_turn":            {req("ok", tBool), opt("cancelled", tBool), opt("error", tString), optNull("outcome", tAny)},
-	"compact":              {req("summary", tString), optNull("disclosure", tAny)},
-	"new_session":          {req("session_id", tString)},
-	"get_messages":         {req("messages", tArr(tObjAny))},
-	"set_model":            {req("model", tString)},
-	"get_available_models": {req("models", tArr(tObj(req("provider", tString), req("model_id", tString), req("model_name", tString))))},
-	"abort":                {req("ok", tBool)},
-	"get_session_stats": {req("input_tokens", tUint), req("output_tokens", tUint), req("cost", tNumber),
-		req("message_count", tUint), req("model", tString), req("session_id", tString)},
-	"get_state":  {req("streaming", tBool), req("model", tString), req("session_id", tString), req("message_count", tUint)},
-	"tools_list": {req("ok", tBool), req("tools", tArr(tObj(req("name", tString), opt("description", tString), optNull("input_schema", tAny))))},
-}
+var synapsBodies = sync.OnceValue(func() map[string][]fld {
+	return map[string][]fld{
+		"prompt":               {req("ok", tBool), opt("cancelled", tBool), opt("error", tString), optNull("outcome", tAny)},
+		"auto_turn":            {req("ok", tBool), opt("cancelled", tBool), opt("error", tString), optNull("outcome", tAny)},
+		"compact":              {req("summary", tString), optNull("disclosure", tAny)},
+		"new_session":          {req("session_id", tString)},
+		"get_messages":         {req("messages", tArr(tObjAny))},
+		"set_model":            {req("model", tString)},
+		"get_available_models": {req("models", tArr(tObj(req("provider", tString), req("model_id", tString), req("model_name", tString))))},
+		"abort":                {req("ok", tBool)},
+		"get_session_stats": {req("input_tokens", tUint), req("output_tokens", tUint), req("cost", tNumber),
+			req("message_count", tUint), req("model", tString), req("session_id", tString)},
+		"get_state":  {req("streaming", tBool), req("model", tString), req("session_id", tString), req("message_count", tUint)},
+		"tools_list": {req("ok", tBool), req("tools", tArr(tObj(req("name", tString), opt("description", tString), optNull("input_schema", tAny))))},
+	}
+})
 
 func (synapsProto) Name() string  { return "synaps" }
 func (synapsProto) MaxFrame() int { return synapsMaxFrame }
@@ -126,7 +134,7 @@ func (p synapsProto) validateValidJSON(dir Dir, frame []byte, info Info) []Viola
 }
 
 func (synapsProto) check(c *checker, dir Dir, frame []byte, info Info) {
-	o, typ := c.top(dir, frame, &synapsTable)
+	o, typ := c.top(dir, frame, &synapsCat().table)
 	switch typ {
 	case "ready":
 		if n, ok := o.get("protocol_version"); ok && jsonType(n) == "number" && !rawIsInt(n, 1) {
@@ -139,7 +147,7 @@ func (synapsProto) check(c *checker, dir Dir, frame []byte, info Info) {
 		}
 	case "response":
 		cmd, _ := o.str("command")
-		if body, ok := synapsBodies[cmd]; ok {
+		if body, ok := synapsBodies()[cmd]; ok {
 			sub := checker{p: "synaps"}
 			sub.fields(o, body, "", "response to "+cmd)
 			for _, v := range sub.out {
@@ -226,7 +234,7 @@ func sniffSynaps(dir Dir, frame []byte) int {
 		}
 		return 0
 	}
-	fs, known := synapsTable.in[t.typ]
+	fs, known := synapsCat().table.in[t.typ]
 	if !known {
 		return 0
 	}
@@ -248,6 +256,6 @@ func sniffSynaps(dir Dir, frame []byte) int {
 }
 
 func init() {
-	internNames(&synapsTable)
+	internNames(func() *evTable { return &synapsCat().table })
 	register(synapsProto{}, 50, sniffSynaps)
 }

@@ -7,7 +7,9 @@ import "encoding/json"
 // error events, the transcript of prompts and what streamed their answers.
 
 // Catalogue: the commands and events of synaps.go's table.
-func (synapsProto) Catalogue() []string { return catalogueOf(synapsTable.in, synapsTable.out) }
+func (synapsProto) Catalogue() []string {
+	return catalogueOf(synapsCat().table.in, synapsCat().table.out)
+}
 
 func (synapsProto) Summarize(_ Dir, _ Info, frame []byte) string {
 	if s, ok := streamEventSummary(frame, "event"); ok {

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -99,12 +100,12 @@ type vsHeader struct {
 }
 
 var (
-	vsOld = regexp.MustCompile(`^\[(Trace|LSP|Info|Warn|Error|Debug)\s*- ([^\]]*)\] ?(.*)$`)
-	vsNew = regexp.MustCompile(`^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) \[(\w+)\] ?(.*)$`)
+	vsOld = lazyRegexp(`^\[(Trace|LSP|Info|Warn|Error|Debug)\s*- ([^\]]*)\] ?(.*)$`)
+	vsNew = lazyRegexp(`^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) \[(\w+)\] ?(.*)$`)
 )
 
 func parseVSHeader(s string) (vsHeader, bool) {
-	if m := vsOld.FindStringSubmatch(s); m != nil {
+	if m := vsOld().FindStringSubmatch(s); m != nil {
 		h := vsHeader{text: m[3], message: m[1] == "Trace" || m[1] == "LSP", tod: -1}
 		for _, layout := range []string{"3:04:05 PM", "15:04:05", "3:04:05 pm", "3:04:05PM"} {
 			if t, err := time.Parse(layout, strings.TrimSpace(m[2])); err == nil {
@@ -114,7 +115,7 @@ func parseVSHeader(s string) (vsHeader, bool) {
 		}
 		return h, true
 	}
-	if m := vsNew.FindStringSubmatch(s); m != nil {
+	if m := vsNew().FindStringSubmatch(s); m != nil {
 		h := vsHeader{text: m[3], message: m[2] == "trace", tod: -1}
 		if t, err := time.ParseInLocation("2006-01-02 15:04:05.999999999", m[1], time.Local); err == nil {
 			h.wall = t
@@ -154,11 +155,11 @@ func (c *dayClock) at(tod time.Duration) time.Time {
 }
 
 var (
-	vsReq      = regexp.MustCompile(`^(Sending|Received) request '(.*) - \((.*)\)'\.$`)
-	vsNotif    = regexp.MustCompile(`^(Sending|Received) notification '(.*)'\.$`)
-	vsSendResp = regexp.MustCompile(`^Sending response '(.*) - \((.*)\)'\. Processing request took -?\d+ms$`)
-	vsRecvResp = regexp.MustCompile(`^Received response '(.*) - \((.*)\)' in -?\d+ms\.(?: Request failed: (.*) \((-?\d+)\)\.)?$`)
-	vsOrphan   = regexp.MustCompile(`^Received response (.*) without active response promise\.$`)
+	vsReq      = lazyRegexp(`^(Sending|Received) request '(.*) - \((.*)\)'\.$`)
+	vsNotif    = lazyRegexp(`^(Sending|Received) notification '(.*)'\.$`)
+	vsSendResp = lazyRegexp(`^Sending response '(.*) - \((.*)\)'\. Processing request took -?\d+ms$`)
+	vsRecvResp = lazyRegexp(`^Received response '(.*) - \((.*)\)' in -?\d+ms\.(?: Request failed: (.*) \((-?\d+)\)\.)?$`)
+	vsOrphan   = lazyRegexp(`^Received response (.*) without active response promise\.$`)
 )
 
 func dirOf(verb string) Dir {
@@ -191,14 +192,14 @@ func vsMessage(text, block string) (Message, error) {
 		}
 		return v, true, nil
 	}
-	if m := vsReq.FindStringSubmatch(text); m != nil {
+	if m := vsReq().FindStringSubmatch(text); m != nil {
 		params, _, err := data("Params: ")
 		if err != nil {
 			return Message{}, err
 		}
 		return Message{Dir: dirOf(m[1]), Body: rpc(vsID(m[3]), jsonString(m[2]), params, nil, nil)}, nil
 	}
-	if m := vsNotif.FindStringSubmatch(text); m != nil {
+	if m := vsNotif().FindStringSubmatch(text); m != nil {
 		params, _, err := data("Params: ")
 		if err != nil {
 			return Message{}, err
@@ -209,14 +210,14 @@ func vsMessage(text, block string) (Message, error) {
 	var id json.RawMessage
 	var failMsg, failCode string
 	switch {
-	case vsSendResp.MatchString(text):
-		m := vsSendResp.FindStringSubmatch(text)
+	case vsSendResp().MatchString(text):
+		m := vsSendResp().FindStringSubmatch(text)
 		dir, id = In, vsID(m[2])
-	case vsRecvResp.MatchString(text):
-		m := vsRecvResp.FindStringSubmatch(text)
+	case vsRecvResp().MatchString(text):
+		m := vsRecvResp().FindStringSubmatch(text)
 		dir, id, failMsg, failCode = Out, vsID(m[2]), m[3], m[4]
-	case vsOrphan.MatchString(text):
-		dir, id = Out, vsID(vsOrphan.FindStringSubmatch(text)[1])
+	case vsOrphan().MatchString(text):
+		dir, id = Out, vsID(vsOrphan().FindStringSubmatch(text)[1])
 	default:
 		return Message{}, fmt.Errorf("not a message the language client traces: %s", clip(text))
 	}
@@ -288,4 +289,11 @@ func clip(s string) string {
 		return s[:60] + "..."
 	}
 	return s
+}
+
+// lazyRegexp compiles a regular expression on first use: a package-level
+// regexp.MustCompile runs in every rpctap process at start (the tap and
+// the sink of every recording), though few commands use it.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }

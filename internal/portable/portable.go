@@ -26,6 +26,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Prefix starts every placeholder; a string without it has none.
@@ -105,8 +106,8 @@ func (n *Normalizer) Used() []string {
 }
 
 var (
-	uuidRe = regexp.MustCompile(`[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`)
-	timeRe = regexp.MustCompile(`\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})`)
+	uuidRe = lazyRegexp(`[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`)
+	timeRe = lazyRegexp(`\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})`)
 )
 
 // sessionKeys are the members whose string value is a session id (ACP and
@@ -155,8 +156,8 @@ func (n *Normalizer) String(s, key string) string {
 	for _, r := range n.paths {
 		out = replacePath(out, r.from, r.to)
 	}
-	out = uuidRe.ReplaceAllStringFunc(out, func(u string) string { return n.name(strings.ToLower(u), "UUID") })
-	out = timeRe.ReplaceAllStringFunc(out, func(t string) string { return n.name(t, "TIME") })
+	out = uuidRe().ReplaceAllStringFunc(out, func(u string) string { return n.name(strings.ToLower(u), "UUID") })
+	out = timeRe().ReplaceAllStringFunc(out, func(t string) string { return n.name(t, "TIME") })
 	if out == s {
 		n.cache[s] = nil
 		return s
@@ -297,7 +298,7 @@ func quote(s string) []byte {
 func Names(b []byte) []string {
 	var out []string
 	seen := map[string]bool{}
-	for _, m := range phRe.FindAll(b, -1) {
+	for _, m := range phRe().FindAll(b, -1) {
 		if !seen[string(m)] {
 			seen[string(m)] = true
 			out = append(out, string(m))
@@ -308,7 +309,7 @@ func Names(b []byte) []string {
 
 // IsPlaceholder reports whether s is exactly one placeholder.
 func IsPlaceholder(s string) bool {
-	loc := phRe.FindStringIndex(s)
+	loc := phRe().FindStringIndex(s)
 	return loc != nil && loc[0] == 0 && loc[1] == len(s)
 }
 
@@ -349,7 +350,7 @@ var patterns = map[string]struct {
 	re    *regexp.Regexp
 }{}
 
-var phRe = regexp.MustCompile(`\$\{RPCTAP_[A-Z]+(_[0-9]+)?\}`)
+var phRe = lazyRegexp(`\$\{RPCTAP_[A-Z]+(_[0-9]+)?\}`)
 
 func pattern(s string) ([]string, *regexp.Regexp) {
 	if p, ok := patterns[s]; ok {
@@ -359,7 +360,7 @@ func pattern(s string) ([]string, *regexp.Regexp) {
 	var b strings.Builder
 	b.WriteString("^")
 	last := 0
-	for _, loc := range phRe.FindAllStringIndex(s, -1) {
+	for _, loc := range phRe().FindAllStringIndex(s, -1) {
 		b.WriteString(regexp.QuoteMeta(s[last:loc[0]]))
 		b.WriteString("(.+?)")
 		names = append(names, s[loc[0]:loc[1]])
@@ -385,7 +386,7 @@ func Fill(frame []byte, binds map[string]string) []byte {
 	if !bytes.Contains(frame, []byte(Prefix)) {
 		return frame
 	}
-	return phRe.ReplaceAllFunc(frame, func(ph []byte) []byte {
+	return phRe().ReplaceAllFunc(frame, func(ph []byte) []byte {
 		v, ok := binds[string(ph)]
 		if !ok {
 			return ph
@@ -408,4 +409,11 @@ func FillNumbers(frame []byte, binds map[string]string) []byte {
 		frame = bytes.ReplaceAll(frame, []byte(`"`+ph+`"`), []byte(v))
 	}
 	return frame
+}
+
+// lazyRegexp compiles a regular expression on first use: a package-level
+// regexp.MustCompile runs in every rpctap process at start (the tap and
+// the sink of every recording), though few commands use it.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }

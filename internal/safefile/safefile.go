@@ -34,6 +34,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Options tune Write.
@@ -484,29 +485,38 @@ func stopIfIdleLocked() {
 // interrupted waits for a signal on c (closed when nothing is pending),
 // removes the pending files, and raises the signal again with its default
 // action.
+//
+// The rest of the program runs on meanwhile, so the order matters. The
+// tracked process groups are stopped (SIGSTOP), not killed, first: a
+// stopped command writes nothing into the files being removed, and the
+// goroutine waiting for it stays asleep (a killed one would wake it, and
+// shrink would write its next candidate, recreating the directory just
+// removed). pending stays locked until the process is gone, so no Track
+// call can register a new handler that would catch the signal raised
+// again; signal.Reset gives it its default action whatever else listens.
 func interrupted(c chan os.Signal) {
 	s, ok := <-c
 	if !ok {
 		return
 	}
 	pending.Lock()
-	for name := range pending.names {
-		os.RemoveAll(name)
+	for pgid := range pending.groups {
+		syscall.Kill(-pgid, syscall.SIGSTOP)
 	}
-	pending.names = map[string]int{}
-	// The groups are ended after the files are gone and right before rpctap
-	// dies: a caller waiting for such a command wakes up when it ends and
-	// could otherwise write a new temporary file in between.
+	for name := range pending.names {
+		for i := 0; os.RemoveAll(name) != nil && i < 50; i++ {
+			time.Sleep(time.Millisecond)
+		}
+	}
 	for pgid := range pending.groups {
 		syscall.Kill(-pgid, syscall.SIGKILL)
 	}
-	pending.groups = map[int]int{}
-	if pending.sigc == c {
-		signal.Stop(c)
-		pending.sigc = nil
+	sig, _ := s.(syscall.Signal)
+	if sig == 0 {
+		sig = syscall.SIGTERM
 	}
-	pending.Unlock()
-	if sig, ok := s.(syscall.Signal); ok {
-		syscall.Kill(os.Getpid(), sig)
-	}
+	signal.Reset(sig)
+	syscall.Kill(os.Getpid(), sig)
+	time.Sleep(time.Second) // the signal ends the process; this is a fallback
+	os.Exit(128 + int(sig))
 }
