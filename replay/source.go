@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/rpctap/rpctap/cassette"
+	"github.com/rpctap/rpctap/internal/deeptap"
 	"github.com/rpctap/rpctap/internal/thread"
 	"github.com/rpctap/rpctap/protocol"
 )
@@ -464,19 +465,23 @@ func (sp *stepper) read() (*cassette.Record, error) {
 // intercepting tap changed (icpt edit or rewrite) on its way: the
 // intercept event the recorder writes right after the frame keeps it. It
 // reads that record ahead (given again by read); nil when there is none.
-func (sp *stepper) original(rec *cassette.Record) []byte {
+//
+// deep is true only when the change was record --deep's own rewrite of
+// mcpServers (deeptap.RuleName) rather than a user's.
+func (sp *stepper) original(rec *cassette.Record) (orig []byte, deep bool) {
 	x, err := sp.src.next()
 	sp.peeked, sp.peekedErr = x, err
 	if err != nil || x == nil || x.K != cassette.KindEvent || x.Ev != cassette.EventIntercept || x.Ref != rec.N {
-		return nil
+		return nil, false
 	}
+	deep = rec.Icpt == "rewrite" && x.BP == deeptap.RuleName
 	if x.Orig != nil {
-		return append([]byte(nil), x.Orig...)
+		return append([]byte(nil), x.Orig...), deep
 	}
 	if x.OrigText != "" {
-		return []byte(x.OrigText)
+		return []byte(x.OrigText), deep
 	}
-	return nil
+	return nil, false
 }
 
 // sees reports whether a frame of direction d that only one side had to
@@ -504,11 +509,17 @@ func (sp *stepper) add(rec *cassette.Record) {
 			// the side it seems to come from never sent it.
 			return
 		}
-		if (rec.Icpt == "edit" || rec.Icpt == "rewrite") && !rec.Part && sp.sees(rec.D, rec.D == dirOut) {
+		if (rec.Icpt == "edit" || rec.Icpt == "rewrite") && !rec.Part {
 			// The live side facing this replay is the frame's sender: it
 			// sends what it sent then, the original, not what the
-			// receiver got.
-			if orig := sp.original(rec); orig != nil {
+			// receiver got. record --deep's own rewrite is undone on both
+			// sides: what the agent got names the recording's cassette and
+			// directory, so verify would have the real agent start its MCP
+			// servers under rpctap record linked to the old cassette (new
+			// cassettes joining a finished recording's linked set), and
+			// diff would see two recordings of one session differ in them.
+			orig, deep := sp.original(rec)
+			if orig != nil && (deep || sp.sees(rec.D, rec.D == dirOut)) {
 				c := *rec
 				c.SetPayload(orig)
 				c.Kind, c.Icpt = "", ""

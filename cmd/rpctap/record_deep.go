@@ -25,7 +25,7 @@ type deepOptions struct {
 }
 
 // deepRuleName names the deep tap's rewrite in the intercept event's bp.
-const deepRuleName = "deep: stdio mcpServers run under rpctap record"
+const deepRuleName = deeptap.RuleName
 
 // checkDeep checks --deep and the --parent-* flags.
 func (o *recordOptions) checkDeep() error {

@@ -359,3 +359,62 @@ func hujsonStandard(b []byte) ([]byte, error) {
 	v.Standardize()
 	return v.Pack(), nil
 }
+
+// TestDeepVerifyDiffReplay: the deep tap's rewrite of session/new names the
+// recording's own cassette and directory, so the tools that play the
+// parent's side undo it. verify of a deep cassette against the real agent
+// passes and adds no cassette to the recording's directory (with the
+// rewritten request the agent started its servers under rpctap record
+// linked to the finished recording: two more cassettes joined its linked
+// set); diff of two deep recordings of one session finds no difference
+// (it saw the cassette names and directories differ); replay still gives
+// the real client what it saw.
+func TestDeepVerifyDiffReplay(t *testing.T) {
+	t.Parallel()
+	rp := realPeersRpctap(t)
+	client := testpeers.Tool(t, "deepclient")
+	agent := testpeers.Tool(t, "deepagent")
+	server := testpeers.Tool(t, "mcpserver")
+	work := t.TempDir()
+	clientArgs := []string{client, "-server", server, "-n", "2", "--"}
+	var parents []string
+	for _, d := range []string{"a", "b"} {
+		dir := filepath.Join(work, d)
+		r := run(t, work, "", append(clientArgs, rp, "record", "--deep", "--dir", dir, "--", agent)...)
+		if r.code != 0 || !strings.Contains(r.stdout, "tool_call_update call_2 completed Hi rpctap") {
+			t.Fatalf("record --deep: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+		}
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			p := filepath.Join(dir, e.Name())
+			testpeers.WaitFinished(t, rp, p, 30e9)
+			if readDeepCassette(t, p).h.Deep {
+				parents = append(parents, p)
+			}
+		}
+		if len(ents) != 3 || len(parents) == 0 || filepath.Dir(parents[len(parents)-1]) != dir {
+			t.Fatalf("%s: %d files, parents %v", dir, len(ents), parents)
+		}
+	}
+
+	v := run(t, work, "", rp, "verify", parents[0], "--", agent)
+	if v.code != 0 || !strings.Contains(v.stdout+v.stderr, "rpctap verify: ok") {
+		t.Fatalf("verify: exit %d\n%s", v.code, v.stderr)
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(parents[0])); len(ents) != 3 {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("verify added cassettes to the recording's directory: %v", names)
+	}
+
+	if d := run(t, work, "", rp, "diff", parents[0], parents[1]); d.code != 0 {
+		t.Errorf("diff of two deep recordings of one session: exit %d\n%s%s", d.code, d.stdout, d.stderr)
+	}
+
+	r := run(t, work, "", append(clientArgs, rp, "replay", parents[0])...)
+	if r.code != 0 || !strings.Contains(r.stdout, "tool_call_update call_2 completed Hi rpctap") {
+		t.Errorf("replay: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -53,6 +53,11 @@ type Server struct {
 	Args    []string // its arguments as the client sent them
 }
 
+// RuleName names the deep tap's rewrite in the intercept event's bp
+// (docs/deep.md). Readers use it to tell the tap's own change (which
+// names this recording's cassette and directory) from a user's rewrite.
+const RuleName = "deep: stdio mcpServers run under rpctap record"
+
 // ErrNotApplicable is Rewrite's error for a frame it has nothing to do to:
 // not an ACP request of Methods, or one with no stdio entry to wrap.
 var ErrNotApplicable = errors.New("deeptap: nothing to wrap")
