@@ -7,6 +7,7 @@ import (
 	"io"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/rpctap/rpctap/cassette"
@@ -465,23 +466,20 @@ func (sp *stepper) read() (*cassette.Record, error) {
 // intercepting tap changed (icpt edit or rewrite) on its way: the
 // intercept event the recorder writes right after the frame keeps it. It
 // reads that record ahead (given again by read); nil when there is none.
-//
-// deep is true only when the change was record --deep's own rewrite of
-// mcpServers (deeptap.RuleName) rather than a user's.
-func (sp *stepper) original(rec *cassette.Record) (orig []byte, deep bool) {
+// bp is the event's bp: the rules or breakpoint that made the change.
+func (sp *stepper) original(rec *cassette.Record) (orig []byte, bp string) {
 	x, err := sp.src.next()
 	sp.peeked, sp.peekedErr = x, err
 	if err != nil || x == nil || x.K != cassette.KindEvent || x.Ev != cassette.EventIntercept || x.Ref != rec.N {
-		return nil, false
+		return nil, ""
 	}
-	deep = rec.Icpt == "rewrite" && x.BP == deeptap.RuleName
 	if x.Orig != nil {
-		return append([]byte(nil), x.Orig...), deep
+		return append([]byte(nil), x.Orig...), x.BP
 	}
 	if x.OrigText != "" {
-		return []byte(x.OrigText), deep
+		return []byte(x.OrigText), x.BP
 	}
-	return nil, false
+	return nil, x.BP
 }
 
 // sees reports whether a frame of direction d that only one side had to
@@ -518,10 +516,22 @@ func (sp *stepper) add(rec *cassette.Record) {
 			// servers under rpctap record linked to the old cassette (new
 			// cassettes joining a finished recording's linked set), and
 			// diff would see two recordings of one session differ in them.
-			orig, deep := sp.original(rec)
-			if orig != nil && (deep || sp.sees(rec.D, rec.D == dirOut)) {
+			// With other changes (a user's --rewrite rule before it, an
+			// edit through the control socket after it) only the deep
+			// tap's part is undone.
+			orig, bp := sp.original(rec)
+			var payload []byte
+			switch {
+			case orig != nil && (sp.sees(rec.D, rec.D == dirOut) || bp == deeptap.RuleName):
+				payload = orig
+			case strings.Contains(bp, deeptap.RuleName):
+				if u, ok := deeptap.Unwrap(rec.Payload()); ok {
+					payload = u
+				}
+			}
+			if payload != nil {
 				c := *rec
-				c.SetPayload(orig)
+				c.SetPayload(payload)
 				c.Kind, c.Icpt = "", ""
 				rec = &c
 			}

@@ -368,7 +368,8 @@ func hujsonStandard(b []byte) ([]byte, error) {
 // linked to the finished recording: two more cassettes joined its linked
 // set); diff of two deep recordings of one session finds no difference
 // (it saw the cassette names and directories differ); replay still gives
-// the real client what it saw.
+// the real client what it saw. The second recording has a user's --rewrite
+// rule on session/new as well.
 func TestDeepVerifyDiffReplay(t *testing.T) {
 	t.Parallel()
 	rp := realPeersRpctap(t)
@@ -380,7 +381,13 @@ func TestDeepVerifyDiffReplay(t *testing.T) {
 	var parents []string
 	for _, d := range []string{"a", "b"} {
 		dir := filepath.Join(work, d)
-		r := run(t, work, "", append(clientArgs, rp, "record", "--deep", "--dir", dir, "--", agent)...)
+		rec := []string{rp, "record", "--deep", "--dir", dir}
+		if d == "b" {
+			// a user's rule changes the request too (cwd, which diff
+			// ignores): only the deep tap's part is undone
+			rec = append(rec, "--rewrite", `dir:in & m=session/new => set params.cwd "/tmp"`)
+		}
+		r := run(t, work, "", append(append(clientArgs, rec...), "--", agent)...)
 		if r.code != 0 || !strings.Contains(r.stdout, "tool_call_update call_2 completed Hi rpctap") {
 			t.Fatalf("record --deep: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 		}
@@ -397,16 +404,18 @@ func TestDeepVerifyDiffReplay(t *testing.T) {
 		}
 	}
 
-	v := run(t, work, "", rp, "verify", parents[0], "--", agent)
-	if v.code != 0 || !strings.Contains(v.stdout+v.stderr, "rpctap verify: ok") {
-		t.Fatalf("verify: exit %d\n%s", v.code, v.stderr)
-	}
-	if ents, _ := os.ReadDir(filepath.Dir(parents[0])); len(ents) != 3 {
-		var names []string
-		for _, e := range ents {
-			names = append(names, e.Name())
+	for _, p := range parents {
+		v := run(t, work, "", rp, "verify", p, "--", agent)
+		if v.code != 0 || !strings.Contains(v.stdout+v.stderr, "rpctap verify: ok") {
+			t.Fatalf("verify %s: exit %d\n%s", p, v.code, v.stderr)
 		}
-		t.Errorf("verify added cassettes to the recording's directory: %v", names)
+		if ents, _ := os.ReadDir(filepath.Dir(p)); len(ents) != 3 {
+			var names []string
+			for _, e := range ents {
+				names = append(names, e.Name())
+			}
+			t.Errorf("verify added cassettes to the recording's directory: %v", names)
+		}
 	}
 
 	if d := run(t, work, "", rp, "diff", parents[0], parents[1]); d.code != 0 {

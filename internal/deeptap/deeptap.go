@@ -326,3 +326,98 @@ func apply(b []byte, sp []splice) []byte {
 	}
 	return append(out, b[at:]...)
 }
+
+// Unwrap undoes Rewrite on a frame that other changes (a user's --rewrite
+// rule, an edit through the control socket) may have touched as well: each
+// mcpServers entry whose args are a linked recording's command line
+// (record ... --parent-cassette ... -- COMMAND ARGS...) gets COMMAND and ARGS
+// back, their literals as Rewrite copied them; every other byte stays. An
+// entry Rewrite gave args to comes back with them (an empty array). false
+// when there is nothing to undo.
+func Unwrap(frame []byte) ([]byte, bool) {
+	if !bytes.Contains(frame, []byte("--parent-cassette")) || !json.Valid(frame) {
+		return frame, false
+	}
+	top, ok := members(frame, jsonscan.SkipWS(frame, 0))
+	if !ok {
+		return frame, false
+	}
+	if m, ok := str(frame, top.get("method")); !ok || !isMethod(m) {
+		return frame, false
+	}
+	params := top.get("params")
+	if params == nil {
+		return frame, false
+	}
+	pm, ok := members(frame, params.vs)
+	if !ok {
+		return frame, false
+	}
+	servers := pm.get("mcpServers")
+	if servers == nil {
+		return frame, false
+	}
+	elems, ok := elements(frame, servers.vs)
+	if !ok {
+		return frame, false
+	}
+	var sp []splice
+	for _, el := range elems {
+		ms, ok := members(frame, el)
+		if !ok {
+			continue
+		}
+		cm, am := ms.get("command"), ms.get("args")
+		if _, ok := str(frame, cm); !ok || am == nil {
+			continue
+		}
+		els, ok := elements(frame, am.vs)
+		if !ok {
+			continue
+		}
+		var lits [][]byte
+		sep, linked, bad := -1, false, false
+		for i := 0; i < len(els) && !bad; i++ {
+			end, _ := jsonscan.SkipValue(frame, els[i])
+			s, ok := decodeString(frame[els[i]:end])
+			lits, bad = append(lits, frame[els[i]:end]), !ok
+			switch {
+			case bad || sep >= 0:
+			case i == 0:
+				bad = s != "record"
+			case s == "--":
+				sep = i
+			case valueFlags[s]:
+				// its value ("--parent-server --" is a name) is not the end
+				// of the flags
+				if i+1 < len(els) {
+					end, _ := jsonscan.SkipValue(frame, els[i+1])
+					lits = append(lits, frame[els[i+1]:end])
+				}
+				linked = linked || s == "--parent-cassette"
+				i++
+			}
+		}
+		if bad || !linked || sep < 0 || sep+1 >= len(lits) {
+			continue
+		}
+		arr := []byte{'['}
+		for i, l := range lits[sep+2:] {
+			if i > 0 {
+				arr = append(arr, ',')
+			}
+			arr = append(arr, l...)
+		}
+		arr = append(arr, ']')
+		sp = append(sp, splice{cm.vs, cm.ve, lits[sep+1]}, splice{am.vs, am.ve, arr})
+	}
+	if len(sp) == 0 {
+		return frame, false
+	}
+	return apply(frame, sp), true
+}
+
+// valueFlags are the flags of a linked recording's command line that take a
+// value (the next argument).
+var valueFlags = map[string]bool{"--dir": true, "--parent-cassette": true, "--parent-request": true,
+	"--parent-method": true, "--parent-server": true, "--redact": true}

@@ -191,3 +191,45 @@ func FuzzRewrite(f *testing.F) {
 		}
 	})
 }
+
+// TestUnwrap: Unwrap gives back the entries Rewrite wrapped, also after
+// another change to the frame, and leaves everything else alone.
+func TestUnwrap(t *testing.T) {
+	o := testOptions()
+	for _, in := range []string{
+		// byte for byte when args was there and compact
+		`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/w","mcpServers":[{"name":"files","command":"mcp-\u0066iles","args":["--root","/src"],"env":[{"name":"T","value":"x"}]},{"type":"http","name":"h","url":"u","headers":[]},{"name":"e","command":"E","args":[],"env":[]}]}}`,
+		// a server named "--" and an id "--": the flags' values are skipped
+		`{"jsonrpc":"2.0","id":"--","method":"session/load","params":{"sessionId":"s","cwd":"/","mcpServers":[{"name":"--","command":"--","args":["--","x"],"env":[]}]}}`,
+	} {
+		w, _, err := o.Rewrite([]byte(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// a user's rule changed cwd as well
+		w = bytes.Replace(w, []byte(`"cwd":"/`), []byte(`"cwd":"/changed/`), 1)
+		want := strings.Replace(in, `"cwd":"/`, `"cwd":"/changed/`, 1)
+		got, ok := Unwrap(w)
+		if !ok || string(got) != want {
+			t.Errorf("Unwrap(%s)\n = %s, %v\nwant %s", w, got, ok, want)
+		}
+		if again, ok := Unwrap(got); ok || string(again) != want {
+			t.Errorf("Unwrap of an unwrapped frame: %s, %v", again, ok)
+		}
+	}
+	// no args member: Rewrite added one, Unwrap leaves it (empty)
+	w, _, _ := o.Rewrite([]byte(`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/","mcpServers":[{"name":"x","command":"X","env":[]}]}}`))
+	if got, ok := Unwrap(w); !ok || string(got) != `{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/","mcpServers":[{"name":"x","command":"X","args":[],"env":[]}]}}` {
+		t.Errorf("no args: %s, %v", got, ok)
+	}
+	for _, f := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/","mcpServers":[{"name":"w","command":"/bin/rpctap","args":["record","--dir","/d","--","srv"],"env":[]}]}}`, // wrapped by rpctap wrap, not linked
+		`{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"x":["record","--parent-cassette","p","--","y"]}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/","mcpServers":[{"name":"x","command":"c","args":["record","--parent-cassette","p","--"],"env":[]}]}}`, // nothing after --
+		`not json --parent-cassette`,
+	} {
+		if got, ok := Unwrap([]byte(f)); ok || string(got) != f {
+			t.Errorf("Unwrap(%s) = %s, %v; want it unchanged", f, got, ok)
+		}
+	}
+}
