@@ -77,7 +77,11 @@ func NewStore(src Source) *Store {
 	s.ended, s.trunc = enderState(src)
 	// The header names the protocol when it was forced; otherwise the
 	// recorder writes a meta record once it has detected it, early on.
-	if recs, err := src.Records(0, 64); err == nil {
+	// The records read before damage count (a linked cassette damaged
+	// early in a merged set: without them the title named no protocol,
+	// or the last linked cassette's, mcp, for an ACP agent's).
+	{
+		recs, _ := src.Records(0, 64)
 		for _, r := range recs {
 			if r.Header != nil && r.Header.Protocol != "" {
 				s.protocol = r.Header.Protocol
