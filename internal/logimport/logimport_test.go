@@ -160,6 +160,9 @@ func TestMalformed(t *testing.T) {
 		{"lsp-devtools", "{\"jsonrpc\": \"2.0\", \"method\": \"exit\"}\n{\"jsonrpc\": \n", 2, 1},
 		{"zed-acp", "[{\"_direction\":\"outgoing\",\"_type\":\"notification\",\"id\":null,\"method\":\"x\",\"params\":null},\n {\"_direction\":\"outgoing\",\n \"_type\": ]", 3, 1},
 		{"zed-acp", "[{\"_direction\":\"outgoing\",\"_type\":\"notification\",\"method\":\"x\"},\n{\"_direction\":\"up\",\"_type\":\"request\",\"method\":\"y\"}]", 2, 1},
+		// cut off after a whole entry (no closing bracket), and text after the array
+		{"zed-acp", "[{\"_direction\":\"outgoing\",\"_type\":\"notification\",\"method\":\"x\"},\n{\"_direction\":\"incoming\",\"_type\":\"notification\",\"method\":\"y\"}\n", 3, 2},
+		{"zed-acp", "[{\"_direction\":\"outgoing\",\"_type\":\"notification\",\"method\":\"x\"}]\n[{\"_direction\":\"outgoing\",\"_type\":\"notification\",\"method\":\"z\"}]", 2, 1},
 	} {
 		l, err := Read(c.format, strings.NewReader(c.log), time.Now())
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 )
 
 // readZed reads what Zed's ACP log view copies with "Copy All Messages"
@@ -108,6 +109,14 @@ func readZed(data []byte) *Log {
 			continue
 		}
 		l.Messages = append(l.Messages, m)
+	}
+	// The array's end: a log cut off after a whole entry (no closing
+	// bracket) or with more after it (two copies pasted into one file) is
+	// damaged too, not a clean import of what was read.
+	if _, err := dec.Token(); err != nil {
+		l.Problems = append(l.Problems, Problem{lineAt(int64(len(data))), "the log ends before the array does (cut off?)"})
+	} else if _, err := dec.Token(); err != io.EOF {
+		l.Problems = append(l.Problems, Problem{lineAt(dec.InputOffset()), "more after the array's end"})
 	}
 	return l
 }
