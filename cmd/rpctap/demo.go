@@ -117,6 +117,10 @@ func runDemo(o *demoOptions, stdio Stdio) error {
 	if err != nil {
 		return fmt.Errorf("cannot find the rpctap executable: %w", err)
 	}
+	if o.Output == "-" {
+		// Elsewhere -o - is standard output; here it made a file named "-".
+		return Usagef("demo: -o - would be standard output; the demo writes a cassette file: give a file name such as demo.cassette")
+	}
 	out, err := filepath.Abs(o.Output)
 	if err != nil {
 		return err
