@@ -460,6 +460,9 @@ func TestKilledWriterLeavesTarget(t *testing.T) {
 	// Fails while session/prompt is kept: a dozen runs of 0.3s or more.
 	test := `sleep 0.3; if rpctap cat "$RPCTAP_CASSETTE" | grep -q session/prompt; then exit 1; fi`
 	cmd := exec.Command(rp, "shrink", "-o", target, "--test", test, demo)
+	// SIGKILL leaves shrink's work directory behind: in the test's own
+	// directory, not one more rpctap-shrink-* in /tmp per run.
+	cmd.Env = append(os.Environ(), "TMPDIR="+dir)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
