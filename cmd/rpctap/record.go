@@ -203,6 +203,12 @@ func runRecord(o *recordOptions, args []string, stdio Stdio) error {
 			return Inputf("record: --schema: %v", err)
 		}
 		f.Close()
+		// A schema that does not load is refused before anything starts,
+		// as check --schema refuses it (the recorder, which loads it
+		// again, could only warn and record the session unclassified).
+		if _, err := protocol.FromSchemaFile(o.Schema); err != nil {
+			return Inputf("record: %v", err)
+		}
 	}
 	if o.Listen != "" || o.Upstream != "" {
 		if o.Listen == "" || o.Upstream == "" {
