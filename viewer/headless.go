@@ -2,6 +2,7 @@ package viewer
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -84,10 +85,19 @@ func ScreenText(s tcell.SimulationScreen) string {
 	return b.String()
 }
 
-// ParseSize reads a screen size written WxH (e.g. 120x40).
+// ParseSize reads a screen size written WxH (e.g. 120x40), from 20x5 to
+// 1000x1000.
 func ParseSize(s string) (w, h int, err error) {
-	if _, err := fmt.Sscanf(s, "%dx%d", &w, &h); err != nil || w < 20 || h < 5 || w > 1000 || h > 1000 {
+	ws, hs, ok := strings.Cut(s, "x")
+	w, werr := strconv.Atoi(ws)
+	h, herr := strconv.Atoi(hs)
+	if !ok || werr != nil || herr != nil {
+		// Sscanf("%dx%d") took "120x40x" and "120x40abc" too.
 		return 0, 0, fmt.Errorf("bad screen size %q: want WIDTHxHEIGHT, e.g. 120x40", s)
+	}
+	if w < 20 || h < 5 || w > 1000 || h > 1000 {
+		// "want WIDTHxHEIGHT" of "100x4" did not say what was wrong.
+		return 0, 0, fmt.Errorf("bad screen size %q: from 20x5 to 1000x1000", s)
 	}
 	return w, h, nil
 }

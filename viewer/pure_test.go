@@ -369,3 +369,21 @@ func TestPairTableChunks(t *testing.T) {
 		}
 	}
 }
+
+// TestParseSize: --dump's WxH, strictly, and an error that says what is
+// wrong with a size out of range.
+func TestParseSize(t *testing.T) {
+	if w, h, err := ParseSize("120x40"); w != 120 || h != 40 || err != nil {
+		t.Errorf("120x40: %d %d %v", w, h, err)
+	}
+	for _, s := range []string{"120x40x", "120x40abc", "12", "x40", "120x", "+120x40 ", "120 x 40"} {
+		if _, _, err := ParseSize(s); err == nil || !strings.Contains(err.Error(), "want WIDTHxHEIGHT") {
+			t.Errorf("%q: %v", s, err)
+		}
+	}
+	for _, s := range []string{"100x4", "19x40", "1001x40", "120x1001", "-5x40"} {
+		if _, _, err := ParseSize(s); err == nil || !strings.Contains(err.Error(), "from 20x5 to 1000x1000") {
+			t.Errorf("%q: %v", s, err)
+		}
+	}
+}
