@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -44,6 +45,9 @@ func FromSchemaFile(path string) (Protocol, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schema: %w", err)
 	}
+	// RFC 8259 section 8.1: parsers "MAY ignore the presence of a byte
+	// order mark"; editors on Windows write one.
+	raw = bytes.TrimPrefix(raw, []byte("\xef\xbb\xbf"))
 	fail := func(format string, args ...any) (Protocol, error) {
 		return nil, fmt.Errorf("schema %s: %s", path, oneLine(fmt.Sprintf(format, args...)))
 	}

@@ -162,3 +162,16 @@ func TestSchemaRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestSchemaFileBOM: a schema file that starts with a UTF-8 byte order mark
+// (as editors on Windows write it) loads like the same file without one.
+func TestSchemaFileBOM(t *testing.T) {
+	p, err := FromSchemaFile(writeSchema(t, "\xef\xbb\xbf"+userSchema))
+	if err != nil {
+		t.Fatalf("schema with a BOM: %v", err)
+	}
+	_, vs := NewSession(p).Frame(1, FromParent, []byte(`{"type":"shout"}`))
+	if !hasCode(vs, CodeSchemaInvalid) {
+		t.Errorf("the schema is not applied: %v", vs)
+	}
+}
