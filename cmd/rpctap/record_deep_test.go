@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -339,10 +340,31 @@ func TestWrapDeepRecords(t *testing.T) {
 	if deep != 1 || linked != 2 {
 		t.Fatalf("%d deep and %d linked cassettes in %s, want 1 and 2: %v", deep, linked, tapes, ents)
 	}
+	// wrap --list says which entries record with --deep (Zed's user
+	// settings, where --list looks for them).
+	home := envValue(env, "HOME")
+	zed := filepath.Join(home, ".config", "zed", "settings.json")
+	os.MkdirAll(filepath.Dir(zed), 0o755)
+	b, _ = os.ReadFile(cfg)
+	os.WriteFile(zed, b, 0o600)
+	out, errs, code = runRpctap(t, project, append(env, "XDG_CONFIG_HOME="+filepath.Join(home, ".config")), "wrap", "--list")
+	if code != 0 || !regexp.MustCompile(`deep \(agent_servers\) +wrapped --deep `).MatchString(out) {
+		t.Errorf("wrap --list does not say the agent records with --deep: exit %d\n%s%s", code, out, errs)
+	}
+
 	out, errs, code = runRpctap(t, project, env, "unwrap", "--config", cfg)
 	if b, _ := os.ReadFile(cfg); code != 0 || string(b) != src {
 		t.Errorf("unwrap: exit %d, original back: %v\n%s%s", code, string(b) == src, out, errs)
 	}
+}
+
+func envValue(env []string, key string) string {
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
 }
 
 func strconvQuote(s string) string {

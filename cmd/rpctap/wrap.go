@@ -374,6 +374,9 @@ func listWrap(o *wrapOptions, w io.Writer) error {
 				case e.Wrapped != nil:
 					state = "wrapped"
 				}
+				if e.Wrapped != nil && e.Wrapped.Deep() {
+					state += " --deep"
+				}
 				name := e.Name
 				if e.Section != "" {
 					name += " (" + e.Section + ")"
