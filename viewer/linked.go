@@ -41,6 +41,10 @@ type linkPart struct {
 	merged uint64 // records placed in runs
 	conn   int    // the connection its records get (pairing is per connection)
 	runs   []int  // indexes into LinkedSource.runs, in order
+	// asked is when each request toward the server (by its id, verbatim)
+	// was read: its answer belongs to the tool call the request went to,
+	// even when it comes back within Slack of another call's start.
+	asked map[string]int64
 }
 
 // run is count consecutive records of one part, first at position pos.
@@ -197,6 +201,12 @@ func (s *LinkedSource) extend() {
 			recs, err := p.src.X.Records(from, hubBatch)
 			for _, r := range recs {
 				kids = append(kids, placed{t: r.T + p.link.Offset, part: i + 1, n: r.N})
+				if r.K == cassette.KindFrame && r.D == cassette.DirIn && r.Kind == "request" && len(r.ID) > 0 {
+					if p.asked == nil {
+						p.asked = map[string]int64{}
+					}
+					p.asked[string(r.ID)] = r.T + p.link.Offset // on the parent's clock, as Records gives it
+				}
 			}
 			from += uint64(len(recs))
 			if err != nil || len(recs) == 0 {
@@ -321,7 +331,11 @@ func (s *LinkedSource) Origin(pos int, r *cassette.Record) Origin {
 	p := s.parts[s.runs[i].part]
 	o := Origin{Server: p.server, File: filepath.Base(p.child.Path), Protocol: p.child.Header.Protocol}
 	if r != nil && r.K == cassette.KindFrame {
-		if tc := s.m.Enclosing(p.link.Session, r.T, r.D == cassette.DirIn); tc != nil {
+		t, toServer := r.T, r.D == cassette.DirIn
+		if at, ok := p.asked[string(r.ID)]; ok && !toServer && r.Kind == "response" && len(r.ID) > 0 {
+			t, toServer = at, true // where its request went
+		}
+		if tc := s.m.Enclosing(p.link.Session, t, toServer); tc != nil {
 			o.Tool, o.Title = tc.ID, tc.Title
 		}
 	}

@@ -189,3 +189,28 @@ func TestLinkedLiveChildAppears(t *testing.T) {
 		t.Errorf("the files server's tools/call is not on the timeline under call_1")
 	}
 }
+
+// TestLinkedAnswerFollowsRequest: a server's answer belongs to the tool
+// call its request went to. The git server answers a request the agent
+// made outside any tool call 1 ms before the git tool call starts, inside
+// the slack that lets a tools/call read a little early go under its call:
+// the answer stays outside, like its request, and the git tools/call and
+// its answer stay under the call.
+func TestLinkedAnswerFollowsRequest(t *testing.T) {
+	_, _, ls := openLinkedSet(t, linkedfix.Options{AnswerNearCall: true})
+	h := newHarness(t, ls, Options{})
+	h.scr.SetSize(150, 48)
+	h.settle()
+	text := h.screen()
+	lines := strings.Split(text, "\n")
+	req := lineOf(lines, "→ req", "git: resources/list")
+	resp := lineOf(lines, "← resp", "git: resources/list")
+	call := lineOf(lines, "→ req", "  └ git: tools/call")
+	answer := lineOf(lines, "← resp", "  └ git: tools/call")
+	if req < 0 || resp < 0 || call < 0 || answer < 0 {
+		t.Fatalf("rows missing (%d %d %d %d):\n%s", req, resp, call, answer, text)
+	}
+	if strings.Contains(lines[req], "└") || strings.Contains(lines[resp], "└") {
+		t.Errorf("resources/list, asked outside any tool call, is shown under one:\n%s\n%s", lines[req], lines[resp])
+	}
+}

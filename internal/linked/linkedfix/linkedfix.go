@@ -52,6 +52,10 @@ type Options struct {
 	// CutFiles leaves the files server's cassette without its end record
 	// and its last records (a recorder killed mid-write).
 	CutFiles bool
+	// AnswerNearCall has the git server answer a request the agent made
+	// outside any tool call (resources/list at 290 ms) 1 ms before the git
+	// tool call starts (300 ms), inside the enclosing slack.
+	AnswerNearCall bool
 }
 
 // Write writes the set into dir.
@@ -122,7 +126,13 @@ func Write(dir string, o Options) (Set, error) {
 		}
 	}
 	git := append(mcp(42, "git"),
-		frame(52, cassette.DirOut, "response", "", "1", `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"status","inputSchema":{"type":"object"}}]}}`),
+		frame(52, cassette.DirOut, "response", "", "1", `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"status","inputSchema":{"type":"object"}}]}}`))
+	if o.AnswerNearCall {
+		git = append(git,
+			frame(290, cassette.DirIn, "request", "resources/list", "3", `{"jsonrpc":"2.0","id":3,"method":"resources/list","params":{}}`),
+			frame(299, cassette.DirOut, "response", "", "3", `{"jsonrpc":"2.0","id":3,"result":{"resources":[]}}`))
+	}
+	git = append(git,
 		frame(310, cassette.DirIn, "request", "tools/call", "2", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"status","arguments":{}}}`),
 		frame(320, cassette.DirOut, "response", "", "2", `{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"fatal: not a git repository"}],"isError":true}}`),
 		rec{t: 461, k: cassette.KindEvent, ev: cassette.EventStdinEOF},
