@@ -49,12 +49,8 @@ type stdinEnder interface{ StdinEnded() }
 // Interceptor: read a chunk and hand it to dst (the Interceptor's writer),
 // which calls forward for what it sends. Observation happens in forward.
 func (p *pump) copyIntercepted() {
-	bp := bufPool.Get().(*[]byte)
-	buffersInUse.Add(1)
-	defer func() {
-		buffersInUse.Add(-1)
-		bufPool.Put(bp)
-	}()
+	bp := takeBuf()
+	defer giveBuf(bp)
 	buf := *bp
 	for {
 		n, err := p.src.Read(buf)

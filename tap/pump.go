@@ -26,6 +26,17 @@ var buffersInUse atomic.Int64
 // now in this process: one per running pump.
 func BuffersInUse() int64 { return buffersInUse.Load() }
 
+// takeBuf takes a pump's read buffer from bufPool; giveBuf puts it back.
+func takeBuf() *[]byte {
+	buffersInUse.Add(1)
+	return bufPool.Get().(*[]byte)
+}
+
+func giveBuf(bp *[]byte) {
+	buffersInUse.Add(-1)
+	bufPool.Put(bp)
+}
+
 // pump copies one stream: read up to ChunkSize, stamp the chunk (Seq, T) the
 // moment the read returns, write it all to dst, then hand it to the
 // observer (before the write with ObserveFirst; see Cmd.ObserveFirst). Nothing is buffered beyond the one chunk in flight and no
@@ -52,12 +63,8 @@ type pump struct {
 // Cutting src and dst loose from another goroutine (a cutter for raw
 // descriptors, deadlines for connections) ends it.
 func (p *pump) copy() {
-	bp := bufPool.Get().(*[]byte)
-	buffersInUse.Add(1)
-	defer func() {
-		buffersInUse.Add(-1)
-		bufPool.Put(bp)
-	}()
+	bp := takeBuf()
+	defer giveBuf(bp)
 	buf := *bp
 	for {
 		n, err := p.src.Read(buf)

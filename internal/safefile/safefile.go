@@ -410,8 +410,9 @@ func Track(name string) (untrack func()) {
 }
 
 // TrackGroup registers pgid, the process group of a command the caller
-// runs on the user's behalf (shrink's test command), to be sent SIGKILL if
-// rpctap is ended by SIGINT, SIGTERM or SIGHUP before untrack is called.
+// runs on the user's behalf (shrink's test command), to be ended
+// (interrupted says how) if rpctap is ended by SIGINT, SIGTERM or SIGHUP
+// before untrack is called.
 // A terminal's Ctrl-C reaches the whole foreground group anyway; a SIGTERM
 // to rpctap alone (a CI job's timeout, kill PID) would otherwise leave the
 // command running, writing into files that are about to be removed.
@@ -421,16 +422,7 @@ func TrackGroup(pgid int) (untrack func()) {
 	pending.groups[pgid]++
 	catchLocked()
 	var once sync.Once
-	return func() {
-		once.Do(func() {
-			pending.Lock()
-			if pending.groups[pgid]--; pending.groups[pgid] <= 0 {
-				delete(pending.groups, pgid)
-			}
-			pending.Unlock()
-			releaseIfIdle()
-		})
-	}
+	return func() { once.Do(func() { forgetGroup(pgid) }) }
 }
 
 // catchLocked starts catching the signals if nothing did yet. pending is
@@ -466,9 +458,13 @@ func forget(name string) {
 	stopIfIdleLocked()
 }
 
-func releaseIfIdle() {
+// forgetGroup is forget for a process group (TrackGroup).
+func forgetGroup(pgid int) {
 	pending.Lock()
 	defer pending.Unlock()
+	if pending.groups[pgid]--; pending.groups[pgid] <= 0 {
+		delete(pending.groups, pgid)
+	}
 	stopIfIdleLocked()
 }
 
